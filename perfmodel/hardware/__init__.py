@@ -1,0 +1,9 @@
+"""Hardware specs: accelerators, links and systems, with sources."""
+
+from .registry import list_hardware, load_accelerator, load_hardware, load_link, read_yaml
+from .schema import Accelerator, Figure, Link, MemoryLevel, Port, System, parse_spec
+
+__all__ = [
+    "Accelerator", "Figure", "Link", "MemoryLevel", "Port", "System", "list_hardware",
+    "load_accelerator", "load_hardware", "load_link", "parse_spec", "read_yaml",
+]

@@ -1,0 +1,124 @@
+"""Loading hardware specs: shipped ids (``perfmodel/hardware_specs/**/*.yaml``) or user files."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError, unknown_name
+from .schema import Accelerator, HardwareSpec, Link, System, parse_spec
+
+
+def read_yaml(path: str | Path, text: str | None = None) -> Any:
+    """Read YAML safely (no Python object construction) with errors naming the file and line."""
+    origin = str(path)
+    try:
+        if text is None:
+            text = Path(path).read_text(encoding="utf-8")
+        return yaml.safe_load(text)
+    except FileNotFoundError:
+        raise SpecError(f"{origin}: file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{origin}: malformed YAML{where}: {problem}") from None
+
+
+def _shipped_files() -> list[tuple[str, str]]:
+    root = resources.files("perfmodel.hardware_specs")
+    out = []
+
+    def walk(node: Any, prefix: str) -> None:
+        for child in node.iterdir():
+            if child.is_dir():
+                walk(child, f"{prefix}{child.name}/")
+            elif child.name.endswith((".yaml", ".yml")):
+                out.append((f"{prefix}{child.name}", child.read_text(encoding="utf-8")))
+
+    walk(root, "")
+    return sorted(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _catalogue() -> tuple[dict[str, HardwareSpec], dict[str, str]]:
+    """All shipped specs by id, plus an alias -> id map. Read once; specs are immutable."""
+    specs: dict[str, HardwareSpec] = {}
+    aliases: dict[str, str] = {}
+    for name, text in _shipped_files():
+        spec = parse_spec(read_yaml(f"hardware_specs/{name}", text), f"hardware_specs/{name}")
+        if spec.id in specs:
+            raise SpecError(f"hardware_specs/{name}: duplicate id {spec.id!r}")
+        specs[spec.id] = spec
+        for a in spec.aliases:
+            aliases[a.lower()] = spec.id
+    return specs, aliases
+
+
+def list_hardware(kind: str | None = None) -> list[HardwareSpec]:
+    """Shipped specs, optionally filtered by ``kind`` (accelerator, link, system)."""
+    specs = list(_catalogue()[0].values())
+    if kind is not None:
+        if kind not in ("accelerator", "link", "system"):
+            raise SpecError(f"kind: expected accelerator, link or system, got {kind!r}")
+        specs = [s for s in specs if s.kind == kind]
+    return sorted(specs, key=lambda s: (s.kind, s.id))
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name
+
+
+def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = None) -> HardwareSpec:
+    """Return a hardware spec by shipped id, alias (case-insensitive) or path to a YAML file.
+
+    Parameters
+    ----------
+    name_or_path : str | Path | HardwareSpec
+        ``"h100-sxm"``, ``"H100"`` (alias), ``"path/to/my-gpu.yaml"``, or a spec (returned as is).
+    kind : str, optional
+        Require this kind (``accelerator``, ``link`` or ``system``).
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown id; the message suggests the closest shipped ids.
+    SpecError
+        Invalid file, or a spec of another kind than requested.
+    """
+    if isinstance(name_or_path, (Accelerator, Link, System)):
+        spec = name_or_path
+    elif isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
+        spec = parse_spec(read_yaml(name_or_path), str(name_or_path))
+    else:
+        specs, aliases = _catalogue()
+        key = str(name_or_path).strip()
+        ident = key if key in specs else aliases.get(key.lower(), key.lower())
+        if ident not in specs:
+            pool = [s.id for s in specs.values() if kind is None or s.kind == kind]
+            raise unknown_name(kind or "hardware", key, pool)
+        spec = specs[ident]
+    if kind is not None and spec.kind != kind:
+        raise SpecError(f"{spec.id!r} is a {spec.kind}, expected a {kind}")
+    return spec
+
+
+def load_accelerator(name: str | Path | Accelerator) -> Accelerator:
+    """Like :func:`load_hardware` with ``kind='accelerator'``; a system id gives its accelerator."""
+    spec = load_hardware(name)
+    if isinstance(spec, System):
+        spec = load_hardware(spec.accelerator, "accelerator")
+    if not isinstance(spec, Accelerator):
+        raise SpecError(f"{spec.id!r} is a {spec.kind}, expected an accelerator or a system")
+    return spec
+
+
+def load_link(name: str | Path | Link) -> Link:
+    """Like :func:`load_hardware` with ``kind='link'``."""
+    spec = load_hardware(name, "link")
+    assert isinstance(spec, Link)
+    return spec

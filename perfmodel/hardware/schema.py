@@ -1,0 +1,294 @@
+"""Pydantic schemas of hardware spec files: accelerators, links and systems.
+
+Every number is a :class:`Figure`: a value (quantity string, converted once to float64 SI) with its
+source and basis. Files are strict (unknown keys are errors) and models are frozen.
+
+A minimal accelerator file::
+
+    schema_version: 1
+    kind: accelerator
+    id: my-gpu
+    name: My GPU
+    memory:
+      hbm: {capacity: {value: 80 GB, source: "https://..."}, bandwidth: {value: 3.35 TB/s, source: ...}}
+    compute:
+      bf16: {value: 989 TFLOP/s, basis: dense, source: ...}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..errors import SpecError, unknown_name
+from ..units import to_si
+
+SCHEMA_VERSION = 1
+
+Basis = Literal[
+    "dense", "sparse", "spec", "derived", "measured", "announced", "preliminary", "assumed", "vendor",
+    "third-party", "per-direction", "bidirectional",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Figure(_Strict):
+    """One sourced number.
+
+    Attributes
+    ----------
+    value : float
+        The value in SI units (converted from a quantity string at load time).
+    source : str | None
+        URL or document the number was read from. Required for shipped files (checked by tests).
+    basis : list[str]
+        Tags such as ``dense``, ``per-direction``, ``announced``, ``measured``, ``derived``.
+    note : str | None
+        Free text: conflicts, derivations, caveats.
+    """
+
+    dimension: ClassVar[str] = "dimensionless"
+    value: float
+    source: str | None = None
+    basis: list[Basis] = Field(default_factory=list)
+    note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_plain(cls, data: Any) -> Any:
+        # A bare quantity string or number is a figure without provenance (user files).
+        if isinstance(data, (str, int, float)) and not isinstance(data, bool):
+            data = {"value": data}
+        if isinstance(data, dict) and "basis" in data and isinstance(data["basis"], str):
+            data = {**data, "basis": [b.strip() for b in data["basis"].split(",") if b.strip()]}
+        return data
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _convert(cls, v: Any) -> float:
+        return to_si(v, cls.dimension, "value")
+
+    @property
+    def si(self) -> float:
+        return self.value
+
+
+class Bytes(Figure):
+    dimension: ClassVar[str] = "bytes"
+
+
+class Bandwidth(Figure):
+    dimension: ClassVar[str] = "bandwidth"
+
+
+class Flops(Figure):
+    dimension: ClassVar[str] = "flops"
+
+
+class Time(Figure):
+    dimension: ClassVar[str] = "time"
+
+
+class Power(Figure):
+    dimension: ClassVar[str] = "power"
+
+
+class Count(Figure):
+    dimension: ClassVar[str] = "dimensionless"
+
+
+class MemoryLevel(_Strict):
+    """A memory level of an accelerator (HBM, on-chip SRAM, DDR / host LPDDR)."""
+
+    capacity: Bytes
+    bandwidth: Bandwidth
+    latency: Time | None = None
+
+    @model_validator(mode="after")
+    def _positive(self) -> MemoryLevel:
+        for name in ("capacity", "bandwidth"):
+            if getattr(self, name).value <= 0:
+                raise ValueError(f"{name} must be > 0")
+        return self
+
+
+MemoryName = Literal["sram", "hbm", "ddr", "host"]
+ComputeName = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4"]
+
+
+class Port(_Strict):
+    """A port of an accelerator onto a link, with the per-device bandwidth it gets.
+
+    ``bandwidth`` is per direction, per device. ``domain`` is the number of devices reachable over
+    this port at full bandwidth (the scale-up domain: 8 on HGX, 72 in an NVL72 rack).
+    """
+
+    link: str
+    bandwidth: Bandwidth | None = None
+    domain: int | None = Field(default=None, ge=1)
+    note: str | None = None
+
+
+class Accelerator(_Strict):
+    """Datasheet figures of one accelerator (per chip / package, never rack aggregates)."""
+
+    kind: Literal["accelerator"]
+    schema_version: Literal[1] = 1
+    id: str
+    name: str
+    vendor: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    status: Literal["shipping", "announced", "preliminary"] = "shipping"
+    memory: dict[MemoryName, MemoryLevel]
+    compute: dict[ComputeName, Flops]
+    power: Power | None = None
+    scale_up: Port | None = None
+    scale_out: Port | None = None
+    host_link: Port | None = None
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _checks(self) -> Accelerator:
+        if not self.memory:
+            raise ValueError("memory: at least one level (sram, hbm, ddr) is required")
+        if not self.compute:
+            raise ValueError("compute: at least one dense peak (e.g. bf16) is required")
+        for k, fig in self.compute.items():
+            if "sparse" in fig.basis:
+                raise ValueError(
+                    f"compute.{k}: basis 'sparse' given; perfmodel needs the dense peak "
+                    f"(halve a 2:4-sparse headline and say so in 'note', basis: [dense, derived])"
+                )
+            if fig.value <= 0:
+                raise ValueError(f"compute.{k}: must be > 0 FLOP/s, got {fig.value}")
+        return self
+
+    # --- convenience accessors (float SI) ---------------------------------------------------
+    @property
+    def main_memory(self) -> str:
+        """Level where weights and KV cache live by default: HBM if present, else SRAM, else DDR."""
+        for level in ("hbm", "sram", "ddr"):
+            if level in self.memory:
+                return level
+        return next(iter(self.memory))
+
+    @property
+    def memory_capacity(self) -> float:
+        """Capacity of :attr:`main_memory` [B]."""
+        return self.memory[self.main_memory].capacity.value
+
+    @property
+    def memory_bandwidth(self) -> float:
+        """Bandwidth of :attr:`main_memory` [B/s]."""
+        return self.memory[self.main_memory].bandwidth.value
+
+    @property
+    def tdp(self) -> float | None:
+        """Thermal design power [W], if published."""
+        return self.power.value if self.power else None
+
+    def peak_flops(self, compute: str) -> float:
+        """Dense peak [FLOP/s] for a compute format key (``bf16``, ``fp8``, ``fp4``...).
+
+        ``fp16`` falls back to ``bf16`` (and vice versa), equal on every listed part; a format that is
+        missing otherwise raises an error listing the available ones (no silent derivation).
+        """
+        if compute in self.compute:
+            return self.compute[compute].value
+        twin = {"fp16": "bf16", "bf16": "fp16"}.get(compute)
+        if twin and twin in self.compute:
+            return self.compute[twin].value
+        raise unknown_name(f"{self.id} dense compute format", compute, self.compute)
+
+
+class Link(_Strict):
+    """An interconnect: per-direction bandwidth per device and fixed latency α."""
+
+    kind: Literal["link"]
+    schema_version: Literal[1] = 1
+    id: str
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    bandwidth: Bandwidth
+    alpha: Time
+    alpha_basis: Literal["measured", "vendor", "assumed"]
+    topology: Literal["switched", "point-to-point", "ring", "torus", "mesh"] = "switched"
+    scope: str | None = None
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _checks(self) -> Link:
+        if self.bandwidth.value <= 0:
+            raise ValueError("bandwidth: must be > 0 B/s (per direction)")
+        if "bidirectional" in self.bandwidth.basis:
+            raise ValueError("bandwidth: give the per-direction figure (halve a bidirectional total)")
+        return self
+
+
+class System(_Strict):
+    """A node or rack: N accelerators plus scale-up and scale-out links."""
+
+    kind: Literal["system"]
+    schema_version: Literal[1] = 1
+    id: str
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    accelerator: str
+    count: Annotated[int, Field(ge=1)]
+    scale_up: str
+    scale_up_domain: Annotated[int, Field(ge=1)] | None = None
+    scale_out: str | None = None
+    host_memory: Bytes | None = None
+    power: Power | None = None
+    status: Literal["shipping", "announced", "preliminary"] = "shipping"
+    notes: str | None = None
+
+
+HardwareSpec = Accelerator | Link | System
+KINDS = {"accelerator": Accelerator, "link": Link, "system": System}
+
+
+def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
+    """Validate a mapping (from YAML) into a hardware spec, with readable errors.
+
+    Raises
+    ------
+    SpecError
+        Names the file, the field path, the value and what is allowed.
+    """
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise SpecError(f"{origin}: expected a mapping with 'kind: accelerator|link|system', got "
+                        f"{type(data).__name__}")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise SpecError(f"{origin}: kind: expected one of accelerator, link, system, got {kind!r}")
+    try:
+        return KINDS[kind].model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"{origin}: " + format_validation_error(exc)) from None
+
+
+def format_validation_error(exc: Any) -> str:
+    """Turn a pydantic ValidationError into one line per problem: ``field.path: message``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if p != "value" or len(err["loc"]) == 1)
+        msg = err["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            msg = msg.removeprefix(prefix)
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {err['loc'][-1]!r} (typo?)"
+        elif err["type"] in ("literal_error", "enum"):
+            msg = f"{msg}; got {err.get('input')!r}"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        # our unit errors already start with "value: "; keep the field path instead
+        msg = msg.removeprefix("value: ")
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(lines)
