@@ -1,13 +1,34 @@
-"""perfmodel: first-principles LLM inference performance on GPUs, LPUs and the links between them."""
+"""perfmodel: first-principles LLM inference performance on GPUs, LPUs and the links between them.
 
+Layers (as in the design notes): plain numpy functions (:mod:`perfmodel.core.roofline`), spec-bound
+objects (:class:`StepModel`), and composers (:func:`predict`, serving, planning).
+"""
+
+from .core.comm import (
+    all_gather_time,
+    all_reduce_time,
+    all_to_all_time,
+    p2p_time,
+    reduce_scatter_time,
+    round_trips_time,
+)
+from .core.efficiency import DATASHEET, Efficiency, load_profile, profile_for
+from .core.predict import Prediction, predict
+from .core.roofline import crossover_tokens, e2e_latency, message_time, offload_pays, roofline_time
+from .core.step import StepModel
 from .errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
 from .hardware import list_hardware, load_accelerator, load_hardware, load_link
+from .modelspec import ModelSpec, list_models, load_model
 from .precision import Precision, dtype
 from .units import Q_, to_si, ureg
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConfigError", "PerfmodelError", "Precision", "Q_", "SpecError", "UnitError", "UnknownNameError",
-    "dtype", "list_hardware", "load_accelerator", "load_hardware", "load_link", "to_si", "ureg",
+    "DATASHEET", "ConfigError", "Efficiency", "ModelSpec", "PerfmodelError", "Precision", "Prediction",
+    "Q_", "SpecError", "StepModel", "UnitError", "UnknownNameError", "all_gather_time", "all_reduce_time",
+    "all_to_all_time", "crossover_tokens", "dtype", "e2e_latency", "list_hardware", "list_models",
+    "load_accelerator", "load_hardware", "load_link", "load_model", "load_profile", "message_time",
+    "offload_pays", "p2p_time", "predict", "profile_for", "reduce_scatter_time", "roofline_time",
+    "round_trips_time", "to_si", "ureg",
 ]

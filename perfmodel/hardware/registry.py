@@ -19,7 +19,8 @@ def read_yaml(path: str | Path, text: str | None = None) -> Any:
     try:
         if text is None:
             text = Path(path).read_text(encoding="utf-8")
-        return yaml.safe_load(text)
+        # the C loader is ~10x faster and just as safe (no Python object construction)
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
         raise SpecError(f"{origin}: file not found") from None
     except yaml.YAMLError as exc:

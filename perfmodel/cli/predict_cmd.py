@@ -1,0 +1,83 @@
+"""``perfmodel predict``: TTFT, TPOT, E2E and throughput of static batches on one replica."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ConfigError
+from .output import add_format_arg, format_table, print_json
+
+
+def int_list(text: str) -> list[int]:
+    """Parse ``"1,8,64"`` into ``[1, 8, 64]`` with a clear error."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def add_model_hardware_args(p: argparse.ArgumentParser, hardware_required: bool = True) -> None:
+    """Arguments shared by predict-like commands: model, hardware, layout and precision."""
+    p.add_argument("--model", required=False, help="model id, HF repo id or config.json path")
+    p.add_argument("--hardware", required=False, help="accelerator or system id, or spec YAML path")
+    p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1)")
+    p.add_argument("--dp-attention", type=int, default=1, help="attention data parallelism (default 1)")
+    p.add_argument("--weights", default="bf16", help="weight format (default bf16)")
+    p.add_argument("--activations", default=None, help="activation format (default: from weights)")
+    p.add_argument("--kv-cache", default="bf16", help="KV-cache format (default bf16)")
+    p.add_argument("--efficiency", default="calibrated",
+                   help="'calibrated' (default), 'datasheet' (pure roofline) or a profile name")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("predict", help="predict TTFT/TPOT/throughput for static batches",
+                       description="Predict TTFT (no queueing), TPOT, E2E and throughput of a static batch.")
+    add_model_hardware_args(p)
+    p.add_argument("--deployment", help="deployment YAML (placement across pools)")
+    p.add_argument("--isl", type=int_list, default=[1024], help="input tokens, e.g. 2048 or 512,2048")
+    p.add_argument("--osl", type=int_list, default=[128], help="output tokens, e.g. 256")
+    p.add_argument("--batch", type=int_list, default=[1], help="concurrent sequences, e.g. 1,8,64")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def _grid(args):
+    import numpy as np
+
+    b, i, o = np.meshgrid(args.batch, args.isl, args.osl, indexing="ij")
+    return b.ravel(), i.ravel(), o.ravel()
+
+
+def run(args) -> int:
+    batch, isl, osl = _grid(args)
+    if args.deployment:
+        try:
+            from ..deployment import predict_deployment
+        except ModuleNotFoundError:
+            raise ConfigError("--deployment: deployments are not available in this version") from None
+        records = predict_deployment(args.deployment, isl=isl, osl=osl, batch=batch).records()
+    else:
+        if not args.model or not args.hardware:
+            raise ConfigError("--model and --hardware are required (or --deployment FILE)")
+        from ..core.predict import predict
+
+        pred = predict(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep,
+                       dp_attention=args.dp_attention, isl=isl, osl=osl, batch=batch,
+                       weights=args.weights, activations=args.activations, kv_cache=args.kv_cache,
+                       efficiency=args.efficiency)
+        records = pred.records()
+    if args.format == "json":
+        print_json(records)
+    else:
+        cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
+                "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "prefill_bound", "decode_bound"]
+        first = records[0]
+        print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
+              f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
+        print(format_table(records, cols))
+    return 0

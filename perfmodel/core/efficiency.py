@@ -1,0 +1,162 @@
+"""Achievable-efficiency profiles: how far real kernels get from datasheet peaks.
+
+Datasheet peaks live in ``hardware_specs/``; the factors here are fitted to measurements and live in
+``perfmodel/data/calibration/<profile>.yaml`` with their provenance. A profile is selected per
+accelerator (``profile_for``); hardware without measurements gets its family's profile and the result
+is flagged ``fallback``.
+
+Cost of one op on a device (see :func:`perfmodel.core.costs.op_time`):
+
+.. math::
+    t = \\max\\left(\\frac{F}{P\\,\\eta_c(M)}, \\frac{D}{B\\,\\eta_m}\\right) + t_{kernel},
+    \\qquad \\eta_c(M) = \\eta_{c,max}\\,\\frac{M}{M + M_{1/2}}
+
+where M is the GEMM's token dimension (small in decode).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError, unknown_name
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of peak and fixed costs. All dimensionless except the times [s].
+
+    Attributes
+    ----------
+    gemm_compute : dict[str, float]
+        η_c,max per compute format (``bf16``, ``fp8``, ``fp4``; key ``default`` for the rest).
+    gemm_m_half : float
+        Tokens M at which a GEMM reaches half of η_c,max [tokens].
+    memory : float
+        η_m for streaming weights and activations from the main memory.
+    attention_compute : float
+        η for prefill attention FLOPs (flash attention).
+    attention_memory : float
+        η for the decode attention KV-cache read.
+    kernel_overhead : float
+        Fixed time per kernel (launch, tail, minimum duration) [s].
+    collective_alpha : float
+        Fixed latency of one all-reduce / all-gather on the scale-up domain [s].
+    collective_bandwidth : float
+        Achieved fraction of the per-direction link bandwidth (bus bandwidth / nominal).
+    step_overhead : float
+        Framework time per forward step not spent in kernels (scheduling, sampling, host sync) [s].
+    name, source : str
+        Profile name and provenance (data used, date, fit residual).
+    fallback : bool
+        True when the accelerator has no measurements of its own and borrows a family profile.
+    """
+
+    gemm_compute: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
+    gemm_m_half: float = 0.0
+    memory: float = 1.0
+    attention_compute: float = 1.0
+    attention_memory: float = 1.0
+    kernel_overhead: float = 0.0
+    collective_alpha: float = 0.0
+    collective_bandwidth: float = 1.0
+    step_overhead: float = 0.0
+    name: str = "datasheet"
+    source: str = "datasheet peaks, no efficiency loss (pure roofline)"
+    fallback: bool = False
+
+    def gemm_eta(self, compute: str) -> float:
+        """η_c,max for a compute format key."""
+        return self.gemm_compute.get(compute, self.gemm_compute.get("default", 1.0))
+
+    def __post_init__(self) -> None:
+        for f in ("memory", "attention_compute", "attention_memory", "collective_bandwidth"):
+            v = getattr(self, f)
+            if not 0 < v <= 1:
+                raise SpecError(f"efficiency.{f}: must be in (0, 1], got {v}")
+        for k, v in self.gemm_compute.items():
+            if not 0 < v <= 1:
+                raise SpecError(f"efficiency.gemm_compute.{k}: must be in (0, 1], got {v}")
+        for f in ("gemm_m_half", "kernel_overhead", "collective_alpha", "step_overhead"):
+            if getattr(self, f) < 0:
+                raise SpecError(f"efficiency.{f}: must be >= 0, got {getattr(self, f)}")
+
+
+DATASHEET = Efficiency()
+
+#: Accelerator id -> calibration profile (measured family) for hardware with shipped profiles.
+PROFILE_OF: dict[str, str] = {
+    "h100-sxm": "h100-sxm", "h200-sxm": "h200-sxm", "b200": "b200", "gb200": "gb200",
+}
+#: Fallbacks for hardware without measurements of its own (flagged in results).
+FAMILY_FALLBACK: dict[str, str] = {
+    "h100-pcie": "h100-sxm", "h20": "h200-sxm", "a100-sxm": "h100-sxm", "b300": "b200",
+    "gb300": "gb200", "rubin": "gb200",
+}
+GENERIC_FALLBACK = "h100-sxm"
+
+
+def _profile_names() -> list[str]:
+    root = resources.files("perfmodel") / "data" / "calibration"
+    try:
+        return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+    except FileNotFoundError:
+        return []
+
+
+@functools.lru_cache(maxsize=None)
+def load_profile(name: str) -> Efficiency:
+    """Load a shipped calibration profile by name (``h100-sxm``, ...) or return the datasheet one."""
+    if name == "datasheet":
+        return DATASHEET
+    names = _profile_names()
+    if name not in names:
+        raise unknown_name("calibration profile", name, names + ["datasheet"])
+    text = (resources.files("perfmodel") / "data" / "calibration" / f"{name}.yaml").read_text()
+    return efficiency_from_dict(yaml.safe_load(text), origin=f"calibration/{name}.yaml")
+
+
+def efficiency_from_dict(data: dict[str, Any], origin: str = "efficiency") -> Efficiency:
+    """Build an :class:`Efficiency` from a mapping (a profile file's ``parameters`` section)."""
+    params = data.get("parameters", data)
+    allowed = {f.name for f in fields(Efficiency)}
+    unknown = set(params) - allowed
+    if unknown:
+        raise SpecError(f"{origin}: unknown efficiency parameter(s) {sorted(unknown)}; allowed: "
+                        f"{sorted(allowed)}")
+    kwargs = dict(params)
+    kwargs.setdefault("name", data.get("name", origin))
+    if "source" not in kwargs and "provenance" in data:
+        kwargs["source"] = str(data["provenance"].get("summary", data["provenance"]))
+    return Efficiency(**kwargs)
+
+
+def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "calibrated") -> Efficiency:
+    """Pick the efficiency profile for an accelerator.
+
+    Parameters
+    ----------
+    accelerator_id : str
+        Shipped accelerator id.
+    efficiency : "calibrated" | "datasheet" | str | Efficiency
+        ``"calibrated"`` (default) uses the accelerator's fitted profile, or its family's with
+        ``fallback=True``; ``"datasheet"`` is the pure roofline (η = 1, no overheads); another string
+        names a profile; an :class:`Efficiency` is used as given.
+    """
+    if isinstance(efficiency, Efficiency):
+        return efficiency
+    if efficiency in (None, "calibrated"):
+        names = _profile_names()
+        own = PROFILE_OF.get(accelerator_id)
+        if own in names:
+            return load_profile(own)
+        borrowed = FAMILY_FALLBACK.get(accelerator_id, GENERIC_FALLBACK)
+        if borrowed not in names:
+            return DATASHEET
+        return replace(load_profile(borrowed), fallback=True,
+                       name=f"{borrowed} (fallback for {accelerator_id})")
+    return load_profile(str(efficiency))

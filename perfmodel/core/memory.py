@@ -1,0 +1,141 @@
+"""Memory per device: weights, KV cache and activation workspace, and whether they fit.
+
+.. math::
+    M_{used} = W_{device} + KV_{device}(B, L) + A_{workspace} \\le (1 - r)\\,C
+
+with C the main-memory capacity and r the reserved fraction (``reserve``; serving engines leave about
+10 %: vLLM's default ``gpu_memory_utilization`` is 0.9). Not fitting is a flagged result, not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..modelspec.schema import LayerGroup, ModelSpec
+from ..precision import Precision
+from .ops import kv_elems_per_token_layer, local_kv_heads
+from .parallel import Parallel
+
+#: Fraction of device memory left unused by default (vLLM ``gpu_memory_utilization=0.9``).
+DEFAULT_RESERVE = 0.10
+
+
+def attention_weight_elems(model: ModelSpec, tp: int) -> float:
+    """Attention weights of one layer on one device [elements]."""
+    h = model.hidden_size
+    nq = model.num_attention_heads / tp
+    if model.attention == "mla":
+        m = model.mla
+        assert m is not None
+        d_qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = (h * m.q_lora_rank + m.q_lora_rank * nq * d_qk) if m.q_lora_rank else h * nq * d_qk
+        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * nq * (
+            m.qk_nope_head_dim + m.v_head_dim)
+        return q + kv + nq * m.v_head_dim * h
+    d = model.head_dim
+    return h * (nq + 2 * local_kv_heads(model, tp)) * d + nq * model.v_head_dim * h
+
+
+def ffn_weight_elems(model: ModelSpec, group: LayerGroup, par: Parallel) -> float:
+    """FFN or MoE weights of one layer on one device [elements] (all local experts, router)."""
+    h, mats = model.hidden_size, model.ffn_matrices
+    if group.ffn == "dense":
+        return mats * h * model.intermediate_size / par.group
+    moe = model.moe
+    assert moe is not None
+    routed = moe.num_experts / par.ep * mats * h * moe.expert_intermediate_size / par.moe_tp_eff
+    shared = mats * h * moe.shared_intermediate_size / par.group
+    return routed + shared + h * moe.num_experts
+
+
+def weights_per_device(model: ModelSpec, par: Parallel, prec: Precision) -> float:
+    """Weight bytes on the most loaded device [B].
+
+    Layers are split evenly over ``pp`` stages; the embedding and LM head (bf16, vocabulary split over
+    tp) are counted on the same device, which over-counts by one table for pp > 1 (conservative).
+    """
+    wb = prec.weights.bytes
+    layers = 0.0
+    for g in model.layer_groups:
+        layers += g.count * (attention_weight_elems(model, par.tp) + ffn_weight_elems(model, g, par))
+    tables = (1 if model.tie_word_embeddings else 2) * model.vocab_size * model.hidden_size / par.tp
+    return layers / par.pp * wb + tables * 2.0
+
+
+def kv_bytes_per_token_device(model: ModelSpec, par: Parallel, prec: Precision,
+                              context: np.ndarray | float) -> np.ndarray:
+    """KV-cache bytes per sequence of ``context`` tokens on one device, summed over its layers [B].
+
+    Sliding-window layers hold at most ``window`` tokens. With attention-DP a sequence lives on one
+    attention rank; with GQA its heads are split over tp, with MLA the latent is replicated.
+    """
+    ctx = np.asarray(context, dtype=float)
+    per_layer = kv_elems_per_token_layer(model, par.tp) * prec.kv_cache.bytes
+    total = np.zeros_like(ctx)
+    for g in model.layer_groups:
+        held = np.minimum(ctx, g.window) if g.window else ctx
+        total = total + g.count * held * per_layer
+    return total / par.pp
+
+
+def workspace_bytes(model: ModelSpec, par: Parallel, prec: Precision, tokens: np.ndarray) -> np.ndarray:
+    """Activation workspace for a step of ``tokens`` tokens on one device [B].
+
+    Largest live activations: hidden states and residual (2h), QKV and attention output, the FFN
+    intermediate (gate and up) and the logits of one token per sequence are neglected:
+    :math:`A = b_a\\,T_a\\,(4h + 2 I_{local})`.
+    """
+    inter = model.intermediate_size
+    if model.moe is not None:
+        inter = max(inter, model.moe.expert_intermediate_size * model.moe.top_k)
+    t_a = np.asarray(tokens, dtype=float) / par.dp_attention
+    return prec.act_bytes * t_a * (4.0 * model.hidden_size + 2.0 * inter / par.group)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Memory use of one device [B] and whether it fits (arrays over operating points)."""
+
+    capacity: float
+    reserve_fraction: float
+    weights: float
+    kv_cache: np.ndarray
+    workspace: np.ndarray
+
+    @property
+    def usable(self) -> float:
+        return self.capacity * (1.0 - self.reserve_fraction)
+
+    @property
+    def used(self) -> np.ndarray:
+        return self.weights + self.kv_cache + self.workspace
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.used <= self.usable
+
+    def reason(self) -> np.ndarray:
+        """Why an operating point does not fit ('' where it fits)."""
+        w_only = self.weights > self.usable
+        out = np.where(self.fits, "", np.where(
+            w_only, "weights alone exceed usable memory", "weights + KV cache + workspace exceed usable memory"))
+        return out
+
+
+def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, context,
+                  reserve: float = DEFAULT_RESERVE, step_tokens: float = 8192.0) -> np.ndarray:
+    """Maximum concurrent sequences per replica at ``context`` tokens each.
+
+    .. math:: B_{max} = \\left\\lfloor \\frac{(1-r)C - W - A(T_{step})}{KV(L)} \\right\\rfloor
+              \\cdot n_{attention\\,DP}
+
+    Returns 0 where the weights and workspace alone do not fit.
+    """
+    free = capacity * (1.0 - reserve) - weights_per_device(model, par, prec) - workspace_bytes(
+        model, par, prec, step_tokens)
+    per_seq = kv_bytes_per_token_device(model, par, prec, context)
+    with np.errstate(divide="ignore"):
+        n = np.floor(np.maximum(free, 0.0) / per_seq)
+    return n * par.dp_attention

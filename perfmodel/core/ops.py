@@ -1,0 +1,297 @@
+"""Decomposition of one forward step into ops with FLOPs, bytes and messages, per device.
+
+A *step* runs, on one model replica, ``n_decode`` decoding sequences (one new token each, ``context``
+tokens attended including the new one) and ``n_prefill`` prompt chunks of ``chunk`` new tokens with
+``past`` tokens of that prompt already cached. Every quantity is a numpy array broadcast over the
+operating points, and is per device of the first pipeline stage (stages are identical).
+
+Notation: h hidden size, T tokens in the step (T = n_decode + n_prefill·chunk), T_a = T / dp_attention
+tokens on one attention rank, n_q and n_kv query / KV heads (local: divided by tp), d head dimension,
+I FFN intermediate size, E experts, k experts per token, G = tp·dp_attention devices per stage.
+Bytes: b_w per weight, b_a = 2 per activation, b_kv per cached element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ..modelspec.schema import LayerGroup, ModelSpec
+from ..precision import Precision
+from .parallel import Parallel
+
+OpKind = Literal["gemm", "attention_decode", "attention_prefill", "memory"]
+OpClass = Literal["attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head"]
+CommKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """Work in one forward step of a replica (arrays broadcast together).
+
+    Attributes
+    ----------
+    n_decode : array
+        Decoding sequences (one new token each).
+    context : array
+        Tokens each decoding sequence attends to, the new one included.
+    n_prefill : array
+        Prompt chunks in the step.
+    chunk : array
+        New tokens per prompt chunk.
+    past : array
+        Tokens of each prompt already in the KV cache before this chunk.
+    """
+
+    n_decode: np.ndarray
+    context: np.ndarray
+    n_prefill: np.ndarray
+    chunk: np.ndarray
+    past: np.ndarray
+
+    @classmethod
+    def make(cls, n_decode=0.0, context=0.0, n_prefill=0.0, chunk=0.0, past=0.0) -> StepShape:
+        arrs = [np.asarray(x, dtype=float) for x in (n_decode, context, n_prefill, chunk, past)]
+        return cls(*arrs)
+
+    @property
+    def decode_tokens(self) -> np.ndarray:
+        return self.n_decode
+
+    @property
+    def prefill_tokens(self) -> np.ndarray:
+        return self.n_prefill * self.chunk
+
+    @property
+    def tokens(self) -> np.ndarray:
+        return self.n_decode + self.n_prefill * self.chunk
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op on a device: work per occurrence and how often it occurs per step.
+
+    ``m`` is the GEMM token dimension (sets compute efficiency); ``kernels`` counts launches.
+    ``weight_bytes`` is the part of ``bytes`` that is weights (for breakdowns).
+    """
+
+    name: str
+    op_class: OpClass
+    kind: OpKind
+    flops: np.ndarray
+    bytes: np.ndarray
+    m: np.ndarray | float = 1.0
+    kernels: float = 1.0
+    weight_bytes: np.ndarray | float = 0.0
+
+
+@dataclass(frozen=True)
+class Message:
+    """One collective or point-to-point transfer per occurrence, over ``ranks`` devices."""
+
+    name: str
+    kind: CommKind
+    size: np.ndarray
+    ranks: int
+    link: Literal["scale_up", "scale_out"] = "scale_up"
+
+
+def windowed_pairs(n: np.ndarray, window: int | None) -> np.ndarray:
+    """Σ_{j=1..n} min(j, W): query–key pairs of n causal tokens with a window W (None = full)."""
+    n = np.asarray(n, dtype=float)
+    full = n * (n + 1.0) / 2.0
+    if window is None:
+        return full
+    w = float(window)
+    return np.where(n <= w, full, w * (w + 1.0) / 2.0 + (n - w) * w)
+
+
+def local_kv_heads(model: ModelSpec, tp: int) -> float:
+    """KV heads held per device: n_kv / tp, but at least one (heads are replicated when n_kv < tp)."""
+    return max(model.num_kv_heads / tp, 1.0)
+
+
+def kv_elems_per_token_layer(model: ModelSpec, tp: int) -> float:
+    """Cached elements per token per layer on one device.
+
+    GQA: 2·n_kv_local·d. MLA: kv_lora_rank + qk_rope_head_dim, replicated on every TP rank.
+    """
+    if model.attention == "mla":
+        assert model.mla is not None
+        return float(model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+    return 2.0 * local_kv_heads(model, tp) * model.head_dim
+
+
+def _gemm(name: str, op_class: OpClass, m, n: float, k: float, wb: float, ab: float,
+          kernels: float = 1.0) -> Op:
+    m = np.asarray(m, dtype=float)
+    w = n * k * wb
+    present = (m > 0).astype(float)
+    return Op(name, op_class, "gemm", (2.0 * n * k) * m, present * w + m * ((n + k) * ab),
+              m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=present * w)
+
+
+def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
+                  s: StepShape) -> list[Op]:
+    """Projections and attention core of one layer (see module notation)."""
+    h, tp, a = model.hidden_size, par.tp, par.dp_attention
+    wb, ab, kvb = prec.weights.bytes, prec.act_bytes, prec.kv_cache.bytes
+    nq = model.num_attention_heads / tp
+    t_a = s.tokens / a
+    dec_a, pre_a = s.n_decode / a, s.n_prefill / a
+    kv_e = kv_elems_per_token_layer(model, tp)
+    attended = np.minimum(s.context, group.window) if group.window else s.context
+    pairs = windowed_pairs(s.past + s.chunk, group.window) - windowed_pairs(s.past, group.window)
+    past_read = np.minimum(s.past, group.window) if group.window else s.past
+    ops: list[Op] = []
+    if model.attention == "mla":
+        mla = model.mla
+        assert mla is not None
+        d_qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        if mla.q_lora_rank:
+            ops.append(_gemm("q_a_proj", "attention_proj", t_a, mla.q_lora_rank, h, wb, ab))
+            ops.append(_gemm("q_b_proj", "attention_proj", t_a, nq * d_qk, mla.q_lora_rank, wb, ab))
+        else:
+            ops.append(_gemm("q_proj", "attention_proj", t_a, nq * d_qk, h, wb, ab))
+        ops.append(_gemm("kv_a_proj", "attention_proj", t_a, kv_e, h, wb, ab))
+        # decode: absorbed form, W_UK and W_UV applied per head to the query and the output
+        dec_t = dec_a
+        absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
+        ops.append(Op("kv_b_absorbed", "attention_proj", "gemm", 2.0 * dec_t * nq * absorb_n,
+                      np.where(dec_t > 0, nq * absorb_n * wb + dec_t * nq * (mla.qk_nope_head_dim
+                               + mla.v_head_dim + 2 * mla.kv_lora_rank) * ab, 0.0),
+                      m=np.maximum(dec_t, 1.0), kernels=2.0 * (dec_t > 0),
+                      weight_bytes=np.where(dec_t > 0, nq * absorb_n * wb, 0.0)))
+        # prefill: up-project the latent of every new and past token of the chunk
+        up_tokens = pre_a * (s.chunk + s.past)
+        ops.append(_gemm("kv_b_proj", "attention_proj", up_tokens,
+                         nq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, wb, ab))
+        dec_flops_per = 2.0 * nq * (kv_e + mla.kv_lora_rank)
+        pre_flops_per = 2.0 * nq * (d_qk + mla.v_head_dim)
+        q_o_elems = nq * (d_qk + mla.v_head_dim)
+        o_in = nq * mla.v_head_dim
+    else:
+        d, dv = model.head_dim, model.v_head_dim
+        n_qkv = (nq + 2.0 * local_kv_heads(model, tp)) * d
+        ops.append(_gemm("qkv_proj", "attention_proj", t_a, n_qkv, h, wb, ab))
+        dec_flops_per = 2.0 * nq * (d + dv)
+        pre_flops_per = dec_flops_per
+        q_o_elems = nq * (d + dv)
+        o_in = nq * dv
+    # attention core: decode reads the cached context; prefill is causal over the chunk
+    ops.append(Op("attention_decode", "attention", "attention_decode",
+                  dec_a * dec_flops_per * attended,
+                  dec_a * (attended * kv_e * kvb + q_o_elems * ab),
+                  m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0)))
+    ops.append(Op("attention_prefill", "attention", "attention_prefill",
+                  pre_a * pre_flops_per * pairs,
+                  pre_a * ((past_read + s.chunk) * kv_e * kvb + s.chunk * q_o_elems * ab),
+                  m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0)))
+    ops.append(_gemm("o_proj", "attention_proj", t_a, h, o_in, wb, ab))
+    return ops
+
+
+def expected_experts_hit(num_experts: int, top_k: int, routed_tokens: np.ndarray) -> np.ndarray:
+    """Expected distinct experts touched by T tokens under uniform top-k routing.
+
+    .. math:: E_{hit} = E\\left(1 - (1 - k/E)^T\\right)
+
+    A 256-expert top-8 model touches 8 experts at T = 1, not 256.
+    """
+    t = np.asarray(routed_tokens, dtype=float)
+    return num_experts * (1.0 - np.power(1.0 - top_k / num_experts, t))
+
+
+def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision, s: StepShape,
+            expert_imbalance: float = 1.0) -> list[Op]:
+    """Dense FFN, or MoE router + routed experts + shared experts, of one layer."""
+    h, g = model.hidden_size, par.group
+    wb, ab = prec.weights.bytes, prec.act_bytes
+    t = s.tokens
+    mats = model.ffn_matrices
+    ops: list[Op] = []
+    if group.ffn == "dense":
+        inter = model.intermediate_size / g
+        ops.append(_gemm("ffn_up", "ffn", t, (mats - 1) * inter, h, wb, ab))
+        ops.append(_gemm("ffn_down", "ffn", t, h, inter, wb, ab))
+        return ops
+    moe = model.moe
+    assert moe is not None
+    t_a = t / par.dp_attention
+    ops.append(_gemm("router", "moe", t_a, moe.num_experts, h, 2.0, ab))
+    e_hit = expected_experts_hit(moe.num_experts, moe.top_k, t)
+    inter = moe.expert_intermediate_size / par.moe_tp_eff
+    w_expert = mats * h * inter * wb
+    hit_local = e_hit / par.ep
+    routed_local = t * moe.top_k / par.ep * expert_imbalance
+    flops = 2.0 * routed_local * mats * h * inter
+    data = hit_local * w_expert + routed_local * (2 * h + mats * inter) * ab
+    ops.append(Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
+                  m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
+                  weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0)))
+    if moe.shared_intermediate_size:
+        s_inter = moe.shared_intermediate_size / g
+        ops.append(_gemm("shared_up", "moe", t, (mats - 1) * s_inter, h, wb, ab))
+        ops.append(_gemm("shared_down", "moe", t, h, s_inter, wb, ab))
+    return ops
+
+
+def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
+                   s: StepShape) -> Op:
+    """Norms, residual adds, rotary and activation function of one layer (memory traffic only).
+
+    Two RMSNorms (read + write h each), two residual adds (2 reads + 1 write of h) and the gated
+    activation (read 2·I_local, write I_local): :math:`D = b_a\\,(10h\\,T_a + 3 I_{local} T_{ffn})`.
+    """
+    ab = prec.act_bytes
+    t = s.tokens
+    if group.ffn == "dense":
+        act = t * model.intermediate_size / par.group
+    else:
+        moe = model.moe
+        assert moe is not None
+        act = (t * moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
+               + t * moe.shared_intermediate_size / par.group)
+    data = ab * (10.0 * model.hidden_size * t / par.dp_attention + 3.0 * act)
+    return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=4.0 * (t > 0))
+
+
+def layer_messages(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
+                   s: StepShape) -> list[Message]:
+    """Collectives of one layer: TP all-reduces, or EP all-to-all with attention-DP."""
+    h, ab = model.hidden_size, prec.act_bytes
+    t = s.tokens
+    msgs: list[Message] = []
+    if par.tp > 1:
+        msgs.append(Message("attn_allreduce", "all_reduce", t / par.dp_attention * h * ab, par.tp))
+    if par.group > 1:
+        if par.dp_attention == 1:
+            msgs.append(Message("ffn_allreduce", "all_reduce", t * h * ab, par.group))
+        elif group.ffn == "moe":
+            assert model.moe is not None
+            size = t / par.dp_attention * model.moe.top_k * h * ab
+            msgs.append(Message("moe_dispatch", "all_to_all", size, par.group))
+            msgs.append(Message("moe_combine", "all_to_all", size, par.group))
+        else:
+            msgs.append(Message("ffn_allgather", "all_gather", t * h * ab, par.group))
+            msgs.append(Message("ffn_reducescatter", "reduce_scatter", t * h * ab, par.group))
+    return msgs
+
+
+def embedding_head_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> list[Op]:
+    """Embedding gather, LM head (vocabulary split over tp) and sampling, once per step.
+
+    Logits are computed for every decoding sequence and for the last token of each prompt chunk.
+    """
+    h, v = model.hidden_size, model.vocab_size / par.tp
+    ab = prec.act_bytes
+    t_a = s.tokens / par.dp_attention
+    logits = (s.n_decode + s.n_prefill) / par.dp_attention
+    embed = Op("embedding", "embedding_head", "memory", np.zeros_like(t_a), t_a * h * (2.0 + ab),
+               kernels=1.0 * (t_a > 0))
+    head = _gemm("lm_head", "embedding_head", logits, v, h, 2.0, ab)
+    sample = Op("sampling", "embedding_head", "memory", np.zeros_like(logits), logits * v * 4.0 * 2,
+                kernels=1.0 * (logits > 0))
+    return [embed, head, sample]

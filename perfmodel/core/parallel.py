@@ -1,0 +1,91 @@
+"""Parallel layout of one model replica and its validation.
+
+Conventions (as in TensorRT-LLM and AIConfigurator):
+
+- ``tp``: tensor parallelism of attention (heads split) and of dense FFNs.
+- ``dp_attention``: attention data parallelism inside the replica; each of its ranks runs attention
+  for its own share of the sequences with ``tp`` devices.
+- ``pp``: pipeline stages; layers are split evenly across stages.
+- ``ep`` and ``moe_tp``: expert and tensor parallelism of MoE layers, with
+  ``ep × moe_tp == tp × dp_attention`` (the MoE group spans the attention group).
+
+Devices per replica = ``tp × dp_attention × pp``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from ..modelspec.schema import ModelSpec
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """A validated parallel layout (see module docstring)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp_attention: int = 1
+    ep: int = 1
+    moe_tp: int = 0  # 0 = derived as tp*dp_attention/ep
+
+    @property
+    def group(self) -> int:
+        """Devices in one pipeline stage (tp × dp_attention)."""
+        return self.tp * self.dp_attention
+
+    @property
+    def devices(self) -> int:
+        """Devices per replica."""
+        return self.group * self.pp
+
+    @property
+    def moe_tp_eff(self) -> int:
+        return self.moe_tp or self.group // self.ep
+
+    @classmethod
+    def build(cls, model: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
+              moe_tp: int | None = None) -> Parallel:
+        """Validate a layout against a model.
+
+        Raises
+        ------
+        ConfigError
+            Non-positive degrees, TP not dividing the attention heads, EP not dividing the experts,
+            ``ep × moe_tp`` different from ``tp × dp_attention``, PP larger than the layer count.
+        """
+        for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp_attention", dp_attention)):
+            if not isinstance(v, (int,)) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"{name}: must be a positive integer, got {v!r}")
+        if model.num_attention_heads % tp:
+            divisors = [d for d in range(1, model.num_attention_heads + 1)
+                        if model.num_attention_heads % d == 0 and d <= 64]
+            raise ConfigError(f"tp={tp} does not divide {model.id}'s {model.num_attention_heads} attention "
+                              f"heads; allowed tp: {divisors}")
+        if pp > model.num_layers:
+            raise ConfigError(f"pp={pp} exceeds {model.id}'s {model.num_layers} layers")
+        group = tp * dp_attention
+        if model.moe is None:
+            if ep != 1:
+                raise ConfigError(f"ep={ep}: {model.id} is dense (no experts); use ep=1")
+            mtp = moe_tp or group
+        else:
+            if model.moe.num_experts % ep:
+                raise ConfigError(f"ep={ep} does not divide {model.id}'s {model.moe.num_experts} experts")
+            if group % ep:
+                raise ConfigError(f"ep={ep} must divide tp*dp_attention={group}")
+            mtp = moe_tp if moe_tp else group // ep
+            if ep * mtp != group:
+                raise ConfigError(f"ep*moe_tp = {ep}*{mtp} must equal tp*dp_attention = {group}")
+        return cls(tp=tp, pp=pp, dp_attention=dp_attention, ep=ep, moe_tp=mtp)
+
+    def label(self) -> str:
+        parts = [f"tp{self.tp}"]
+        if self.pp > 1:
+            parts.append(f"pp{self.pp}")
+        if self.dp_attention > 1:
+            parts.append(f"adp{self.dp_attention}")
+        if self.ep > 1:
+            parts.append(f"ep{self.ep}")
+        return "-".join(parts)

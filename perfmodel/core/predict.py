@@ -1,0 +1,250 @@
+"""Phases and metrics: prefill → TTFT, decode → TPOT, E2E and throughputs, with breakdowns.
+
+For a static batch of ``batch`` sequences of ``isl`` prompt tokens and ``osl`` output tokens:
+
+- TTFT = time of one prefill step of the whole batch (includes the first token's LM head and
+  sampling). *No queueing*: this is the latency floor of an idle replica; see
+  :mod:`perfmodel.serving` for load.
+- TPOT = mean decode step time as the context grows from isl+1 to isl+osl−1, by Simpson's rule over
+  three contexts (exact when step time is linear in context; only decode attention depends on it).
+- E2E = TTFT + (osl − 1)·TPOT.
+- output tokens/s = batch·osl / E2E (the static batch, prefill included); decode tokens/s =
+  batch / TPOT; per-user tokens/s = 1 / TPOT; per-device = output tokens/s / devices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from .memory import kv_bytes_per_token_device, workspace_bytes
+from .ops import StepShape
+from .roofline import e2e_latency
+from .step import StepBreakdown, StepModel
+
+#: Tokens a serving engine processes per prefill step at most, for the workspace estimate.
+WORKSPACE_TOKENS = 16384.0
+
+
+def _positive_array(name: str, value: Any, integer: bool = True) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.size == 0:
+        raise ConfigError(f"{name}: must not be empty")
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f"{name}: must be finite, got {value!r}")
+    if np.any(arr < 1):
+        raise ConfigError(f"{name}: must be >= 1, got {value!r}")
+    if integer and np.any(arr != np.round(arr)):
+        raise ConfigError(f"{name}: must be whole numbers, got {value!r}")
+    return arr
+
+
+@dataclass
+class Prediction:
+    """Predicted metrics over operating points (arrays of the broadcast shape, SI units).
+
+    Use :meth:`to_dataframe` for a table, :meth:`breakdown` for the per-op-class split, and
+    :meth:`records` for JSON-ready dicts.
+    """
+
+    batch: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    output_tokens_per_s: np.ndarray
+    decode_tokens_per_s: np.ndarray
+    total_tokens_per_s: np.ndarray
+    per_user_tokens_per_s: np.ndarray
+    per_device_tokens_per_s: np.ndarray
+    fits: np.ndarray
+    fit_reason: np.ndarray
+    weights_bytes_per_device: float
+    kv_bytes_per_device: np.ndarray
+    memory_used_bytes_per_device: np.ndarray
+    memory_capacity_bytes: float
+    prefill_bound: np.ndarray
+    decode_bound: np.ndarray
+    devices: int
+    config: dict[str, Any]
+    prefill_parts: StepBreakdown = field(repr=False)
+    decode_parts: StepBreakdown = field(repr=False)
+
+    COLUMNS = (
+        "batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_tokens_per_s",
+        "total_tokens_per_s", "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "fit_reason",
+        "weights_bytes_per_device", "kv_bytes_per_device", "memory_used_bytes_per_device",
+        "prefill_bound", "decode_bound",
+    )
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per operating point, columns in SI units (suffixes _s, _bytes, _per_s)."""
+        shape = np.broadcast_shapes(*(np.shape(getattr(self, c)) for c in self.COLUMNS))
+        cols = {c: np.broadcast_to(getattr(self, c), shape).ravel() for c in self.COLUMNS}
+        df = pd.DataFrame(cols)
+        for k in ("model", "hardware", "devices", "parallel", "precision", "efficiency"):
+            df[k] = self.config[k] if k != "devices" else self.devices
+        return df
+
+    def records(self) -> list[dict[str, Any]]:
+        """JSON-ready dicts (one per operating point) with the config fields."""
+        df = self.to_dataframe()
+        for int_col in ("batch", "isl", "osl"):
+            df[int_col] = df[int_col].astype(int)
+        recs = df.to_dict(orient="records")
+        for r in recs:
+            r["efficiency_fallback"] = self.config["efficiency_fallback"]
+            r["basis"] = self.config["basis"]
+        return recs
+
+    def breakdown(self) -> pd.DataFrame:
+        """Time per op class and phase [s]: compute, memory, overhead parts and the op total.
+
+        Rows: (phase, op class); for a vectorised prediction the first operating point is shown.
+        Communication rows list each collective's time.
+        """
+        rows = []
+        for phase, parts in (("prefill", self.prefill_parts), ("decode", self.decode_parts)):
+            for cls, total in parts.op_total.items():
+                rows.append({"phase": phase, "op_class": cls,
+                             "compute_s": _first(parts.compute[cls]), "memory_s": _first(parts.memory[cls]),
+                             "overhead_s": _first(parts.overhead[cls]), "time_s": _first(total)})
+            for name, t in parts.comm.items():
+                rows.append({"phase": phase, "op_class": f"comm:{name}", "compute_s": 0.0, "memory_s": 0.0,
+                             "overhead_s": 0.0, "time_s": _first(t)})
+            if parts.step_overhead:
+                rows.append({"phase": phase, "op_class": "framework", "compute_s": 0.0, "memory_s": 0.0,
+                             "overhead_s": parts.step_overhead, "time_s": parts.step_overhead})
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        c = self.config
+        head = (f"Prediction: {c['model']} on {self.devices}x {c['hardware']} ({c['parallel']}, "
+                f"{c['precision']}, efficiency={c['efficiency']}); TTFT excludes queueing")
+        return head + "\n" + self.to_dataframe()[
+            ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
+             "per_user_tokens_per_s", "fits", "decode_bound"]].to_string(index=False)
+
+    def _repr_html_(self) -> str:
+        c = self.config
+        return (f"<p><b>{c['model']}</b> on {self.devices}× <b>{c['hardware']}</b> ({c['parallel']}, "
+                f"{c['precision']}, efficiency: {c['efficiency']}). TTFT excludes queueing.</p>"
+                + self.to_dataframe().to_html(index=False, float_format=lambda v: f"{v:.4g}"))
+
+
+def _first(x) -> float:
+    return float(np.ravel(x)[0])
+
+
+#: Operating points evaluated per numpy pass: small enough for the temporaries to stay in cache.
+CHUNK = 8192
+
+
+def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
+    """TTFT, TPOT, bounds and breakdowns for 1-D arrays of operating points.
+
+    One vectorised pass over two stacked shapes: the prefill step and the decode step at the
+    midpoint context. Only decode attention depends on the context, so Simpson's rule over the
+    contexts isl+1, midpoint, isl+osl-1 needs that op alone at the two ends:
+    (t_lo + 4 t_mid + t_hi)/6 = t_mid + (a_lo + a_hi - 2 a_mid)/6.
+    """
+    c_lo = i + 1.0
+    c_hi = np.maximum(i + o - 1.0, c_lo)
+    c_mid = 0.5 * (c_lo + c_hi)
+    zero = np.zeros_like(b)
+    stacked = StepShape.make(n_decode=np.stack([zero, b]), context=np.stack([zero, c_mid]),
+                             n_prefill=np.stack([b, zero]), chunk=np.stack([i, zero]))
+    parts = sm.breakdown(stacked)
+    steps = np.broadcast_to(parts.total, stacked.n_decode.shape)
+    att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
+    tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
+    pre, dec = parts.select(0), parts.select(1)
+    return steps[0], tpot, pre.bound(), dec.bound(), pre, dec
+
+
+def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
+    shape = b.shape
+    fb, fi, fo = b.ravel(), i.ravel(), o.ravel()
+    if fb.size <= CHUNK:
+        ttft, tpot, pb, db, pre, dec = _phase_times(sm, fb, fi, fo)
+        return ttft.reshape(shape), tpot.reshape(shape), pb.reshape(shape), db.reshape(shape), pre, dec
+    outs = [_phase_times(sm, fb[k:k + CHUNK], fi[k:k + CHUNK], fo[k:k + CHUNK])
+            for k in range(0, fb.size, CHUNK)]
+    cat = [np.concatenate([out[j] for out in outs]).reshape(shape) for j in range(4)]
+    return (*cat, outs[0][4], outs[0][5])
+
+
+def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
+            moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str = "bf16",
+            activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
+            reserve: float = 0.10, expert_imbalance: float = 1.0, step_model: StepModel | None = None,
+            ) -> Prediction:
+    """Predict TTFT, TPOT, E2E and throughputs of a static batch on one replica.
+
+    Parameters
+    ----------
+    model : str | ModelSpec
+        Model id (``llama-3.1-70b``), HF repo id or config.json path.
+    hardware : str | Accelerator
+        Accelerator or system id.
+    tp, pp, ep, dp_attention, moe_tp : int
+        Parallel layout of the replica.
+    isl, osl, batch : int or array_like
+        Prompt tokens, output tokens and concurrent sequences (numpy-broadcast together).
+    weights, activations, kv_cache : str
+        Formats of each, set independently.
+    efficiency : "calibrated" | "datasheet" | Efficiency
+        ``datasheet`` gives the pure roofline (peaks, no overheads).
+    reserve : float
+        Fraction of device memory left unused when checking fit.
+
+    Returns
+    -------
+    Prediction
+        Arrays in SI units; ``fits`` flags operating points that do not fit in memory.
+    """
+    sm = step_model or StepModel(model, hardware, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
+                                 moe_tp=moe_tp, weights=weights, activations=activations,
+                                 kv_cache=kv_cache, efficiency=efficiency, reserve=reserve,
+                                 expert_imbalance=expert_imbalance)
+    b = _positive_array("batch", batch)
+    i = _positive_array("isl", isl)
+    o = _positive_array("osl", osl)
+    b, i, o = (np.array(x) for x in np.broadcast_arrays(b, i, o))
+
+    ttft, tpot, pre_bound, dec_bound, pre, dec_mid = _phase_times_chunked(sm, b, i, o)
+    e2e = e2e_latency(ttft, tpot, o)
+
+    par, prec, mdl = sm.parallel, sm.precision, sm.model
+    kv_dev = (b / par.dp_attention) * kv_bytes_per_token_device(mdl, par, prec, i + o)
+    work = workspace_bytes(mdl, par, prec, np.minimum(b * i, WORKSPACE_TOKENS))
+    used = sm.weights_per_device + kv_dev + work
+    usable = sm.hardware.memory_capacity * (1.0 - sm.reserve)
+    fits = used <= usable
+    reason = np.where(fits, "", np.where(
+        sm.weights_per_device > usable, "weights alone exceed usable memory",
+        "weights + KV cache + workspace exceed usable memory"))
+    eff = sm.efficiency
+    config = {
+        "model": mdl.id, "hardware": sm.hardware.id, "parallel": par.label(),
+        "precision": prec.label(), "efficiency": eff.name, "efficiency_fallback": eff.fallback,
+        "basis": "analytic-datasheet" if eff.name == "datasheet" else "analytic-calibrated",
+        "tp": par.tp, "pp": par.pp, "ep": par.ep, "dp_attention": par.dp_attention,
+        "reserve_fraction": sm.reserve, "link": sm.link_id,
+    }
+    out_tps = b * o / e2e
+    return Prediction(
+        batch=b, isl=i, osl=o, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
+        output_tokens_per_s=out_tps, decode_tokens_per_s=b / tpot,
+        total_tokens_per_s=b * (i + o) / e2e, per_user_tokens_per_s=1.0 / tpot,
+        per_device_tokens_per_s=out_tps / par.devices, fits=fits, fit_reason=reason,
+        weights_bytes_per_device=sm.weights_per_device, kv_bytes_per_device=kv_dev,
+        memory_used_bytes_per_device=used, memory_capacity_bytes=sm.hardware.memory_capacity,
+        prefill_bound=pre_bound, decode_bound=dec_bound, devices=par.devices, config=config,
+        prefill_parts=pre, decode_parts=dec_mid,
+    )

@@ -1,0 +1,284 @@
+"""Time of one forward step of a model replica on a device type: ops costed and summed.
+
+Per layer group, every op's roofline time (compute and memory parts kept apart) plus the layer's
+collectives; a step's latency is the sum over all layers, the embedding / LM head once, and the
+pipeline hand-offs. Decoding sequences are split into ``pp`` micro-batches when ``pp > 1`` (each
+token still traverses every stage, so the latency covers all layers at the micro-batch size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..hardware import Accelerator, Link, load_accelerator, load_link
+from ..modelspec import ModelSpec, load_model
+from ..precision import Precision
+from . import comm
+from .costs import gemm_compute_eta, op_time
+from .efficiency import Efficiency, profile_for
+from .memory import DEFAULT_RESERVE, kv_bytes_per_token_device, max_sequences, weights_per_device
+from .ops import (
+    Message,
+    Op,
+    StepShape,
+    attention_ops,
+    elementwise_op,
+    embedding_head_ops,
+    ffn_ops,
+    layer_messages,
+)
+from .parallel import Parallel
+
+OP_CLASSES = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
+
+
+@dataclass
+class StepBreakdown:
+    """Per op class time parts of a step [s] (arrays over operating points).
+
+    ``compute``/``memory``/``overhead`` map op class -> summed parts; an op's time is
+    max(compute, memory) + overhead, so ``op_total`` (the sum of per-op maxima) is what adds up to
+    ``total``. ``comm`` maps message name -> exposed time; ``step_overhead`` is the framework time.
+    Sums are formed lazily: a million-point sweep only pays for the totals it reads.
+    """
+
+    ops: list = field(default_factory=list)  # (op class, OpTime, layer count)
+    comm: dict[str, np.ndarray] = field(default_factory=dict)
+    step_overhead: float = 0.0
+
+    def add_op(self, op_class: str, parts, weight: float) -> None:
+        self.ops.append((op_class, parts, weight))
+
+    def _sum(self, attr: str) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for cls, parts, w in self.ops:
+            v = getattr(parts, attr)
+            out[cls] = out[cls] + w * v if cls in out else w * v
+        return out
+
+    @property
+    def compute(self) -> dict[str, np.ndarray]:
+        return self._sum("compute")
+
+    @property
+    def memory(self) -> dict[str, np.ndarray]:
+        return self._sum("memory")
+
+    @property
+    def overhead(self) -> dict[str, np.ndarray]:
+        return self._sum("overhead")
+
+    @property
+    def op_total(self) -> dict[str, np.ndarray]:
+        return self._sum("total")
+
+    @property
+    def compute_total(self) -> np.ndarray:
+        acc = None
+        for _, parts, w in self.ops:
+            t = parts.total
+            if w != 1.0:
+                t *= w
+            acc = t if acc is None else np.add(acc, t, out=acc if acc.flags.writeable else None)
+        return acc if acc is not None else np.zeros(())
+
+    @property
+    def comm_total(self) -> np.ndarray:
+        return sum(self.comm.values()) if self.comm else np.zeros(())
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.compute_total + self.comm_total + self.step_overhead
+
+    def bound(self) -> np.ndarray:
+        """Dominant term of the step: 'compute', 'memory' or 'communication'."""
+        c = sum(self.compute.values())
+        m = sum(self.memory.values())
+        k = self.comm_total
+        c, m, k = np.broadcast_arrays(np.asarray(c, float), np.asarray(m, float), np.asarray(k, float))
+        return np.where((k > c) & (k > m), "communication", np.where(c >= m, "compute", "memory"))
+
+    def select(self, k: int) -> StepBreakdown:
+        """Row ``k`` of a breakdown computed over stacked shapes (leading axis)."""
+        from .costs import OpTime
+
+        def row(v):
+            return np.asarray(v)[k] if np.ndim(v) else v
+
+        ops = [(c, OpTime(row(p.compute), row(p.memory), row(p.overhead)), w) for c, p, w in self.ops]
+        return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
+
+
+class StepModel:
+    """A model replica on one accelerator type: step times, memory and KV capacity.
+
+    Parameters
+    ----------
+    model : str | ModelSpec
+        Model id, HF repo id, config.json path or spec.
+    hardware : str | Accelerator
+        Accelerator id or a system id (its accelerator and links are used).
+    tp, pp, ep, dp_attention, moe_tp : int
+        Parallel layout (see :mod:`perfmodel.core.parallel`).
+    weights, activations, kv_cache : str
+        Formats (``bf16``, ``fp8``, ``nvfp4``, ``int4``...).
+    efficiency : "calibrated" | "datasheet" | Efficiency
+        Achievable-efficiency profile (``datasheet`` = pure roofline).
+    reserve : float
+        Fraction of device memory left unused (default 0.10).
+    expert_imbalance : float
+        Load of the busiest EP rank relative to uniform routing (1 = uniform, ≥ 1).
+    scale_up : str | Link, optional
+        Override of the scale-up link used for collectives.
+    """
+
+    def __init__(self, model: str | ModelSpec, hardware: str | Accelerator, tp: int = 1, pp: int = 1,
+                 ep: int = 1, dp_attention: int = 1, moe_tp: int | None = None,
+                 weights: str = "bf16", activations: str | None = None, kv_cache: str = "bf16",
+                 efficiency: str | Efficiency = "calibrated", reserve: float = DEFAULT_RESERVE,
+                 expert_imbalance: float = 1.0, scale_up: str | Link | None = None) -> None:
+        self.model = model if isinstance(model, ModelSpec) else load_model(model)
+        self.hardware = load_accelerator(hardware)
+        self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
+                                       moe_tp=moe_tp)
+        self.precision = Precision.of(weights, activations, kv_cache)
+        self.efficiency = profile_for(self.hardware.id, efficiency)
+        if not 0 <= reserve < 1:
+            raise ConfigError(f"reserve: must be in [0, 1), got {reserve}")
+        if expert_imbalance < 1:
+            raise ConfigError(f"expert_imbalance: must be >= 1 (1 = uniform routing), got {expert_imbalance}")
+        self.reserve = reserve
+        self.expert_imbalance = expert_imbalance
+        self.peak = self.hardware.peak_flops(self.precision.compute)
+        self.bandwidth = self.hardware.memory_bandwidth
+        self.link_bandwidth, self.link_alpha, self.link_id = self._collective_link(scale_up)
+
+    # ------------------------------------------------------------------ links
+    def _collective_link(self, override) -> tuple[float, float, str | None]:
+        if self.parallel.group == 1 and self.parallel.pp == 1:
+            return np.inf, 0.0, None
+        if override is not None:
+            link = load_link(override) if not isinstance(override, Link) else override
+            return link.bandwidth.value, link.alpha.value, link.id
+        port = self.hardware.scale_up
+        if port is None:
+            raise ConfigError(f"{self.hardware.id} has no scale-up port in its spec; "
+                              f"tp*dp_attention*pp > 1 needs one (or pass scale_up=LINK)")
+        if port.domain is not None and self.parallel.group > port.domain:
+            port = self.hardware.scale_out or port
+        link = load_link(port.link)
+        bw = port.bandwidth.value if port.bandwidth else link.bandwidth.value
+        return bw, link.alpha.value, link.id
+
+    # ------------------------------------------------------------------ memory
+    @property
+    def devices(self) -> int:
+        """Devices per replica."""
+        return self.parallel.devices
+
+    @property
+    def weights_per_device(self) -> float:
+        """Weight bytes on the most loaded device [B]."""
+        return weights_per_device(self.model, self.parallel, self.precision)
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token of context for the whole replica (all devices) [B]."""
+        per_dev = float(kv_bytes_per_token_device(self.model, self.parallel, self.precision, 1.0))
+        return per_dev * self.parallel.group * self.parallel.pp / self.parallel.dp_attention
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """KV tokens that fit per replica after weights, workspace and reserve (full-attention count)."""
+        n = max_sequences(self.model, self.parallel, self.precision, self.hardware.memory_capacity, 1.0,
+                          self.reserve)
+        return int(n)
+
+    # ------------------------------------------------------------------ time
+    def _message_time(self, msg: Message) -> np.ndarray:
+        eff = self.efficiency
+        bw = self.link_bandwidth * eff.collective_bandwidth
+        n = msg.ranks
+        if eff.collective_alpha > 0:  # measured whole-collective latency + volume / bandwidth
+            volume = {"all_reduce": 2.0 * (n - 1) / n, "all_gather": (n - 1) / n,
+                      "reduce_scatter": (n - 1) / n, "all_to_all": (n - 1) / n, "p2p": 1.0}[msg.kind]
+            return np.where(n > 1, eff.collective_alpha + volume * msg.size / bw, 0.0)
+        fn = {"all_reduce": comm.all_reduce_time, "all_gather": comm.all_gather_time,
+              "reduce_scatter": comm.reduce_scatter_time, "all_to_all": comm.all_to_all_time}
+        if msg.kind == "p2p":
+            return comm.p2p_time(msg.size, bw, self.link_alpha)
+        return fn[msg.kind](msg.size, n, bw, self.link_alpha)
+
+    def _op_parts(self, op: Op):
+        eff = self.efficiency
+        if op.kind == "gemm":
+            eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.compute), eff.gemm_m_half)
+            eta_m = eff.memory
+        elif op.kind == "attention_decode":
+            eta_c, eta_m = eff.attention_compute, eff.attention_memory
+        elif op.kind == "attention_prefill":
+            eta_c, eta_m = eff.attention_compute, eff.memory
+        else:
+            eta_c, eta_m = 1.0, eff.memory
+        peak = self.peak if op.kind == "gemm" else self.hardware.peak_flops("bf16")
+        return op_time(op.flops, op.bytes, peak, self.bandwidth, eta_c, eta_m, eff.kernel_overhead,
+                       op.kernels)
+
+    def breakdown(self, shape: StepShape) -> StepBreakdown:
+        """Time parts of one step through all pipeline stages (see module docstring)."""
+        par, model, prec = self.parallel, self.model, self.precision
+        if par.pp > 1:  # decodes run as pp micro-batches; latency = all layers at micro-batch size
+            shape = StepShape(shape.n_decode / par.pp, shape.context, shape.n_prefill, shape.chunk,
+                              shape.past)
+        out = StepBreakdown(step_overhead=self.efficiency.step_overhead)
+        for group in model.layer_groups:
+            ops = attention_ops(model, group, par, prec, shape)
+            ops += ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
+            ops.append(elementwise_op(model, group, par, prec, shape))
+            for op in ops:
+                out.add_op(op.op_class, self._op_parts(op), group.count)
+            for msg in layer_messages(model, group, par, prec, shape):
+                out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)
+        for op in embedding_head_ops(model, par, prec, shape):
+            out.add_op(op.op_class, self._op_parts(op), 1.0)
+        if par.pp > 1:
+            hand_off = Message("pp_p2p", "p2p", shape.tokens * model.hidden_size * prec.act_bytes, 2)
+            out.comm["pp_p2p"] = (par.pp - 1) * self._message_time(hand_off)
+        return out
+
+    def decode_attention_time(self, n_decode, context) -> np.ndarray:
+        """Time of the decode attention ops alone, summed over layers [s] (the context-dependent part)."""
+        par = self.parallel
+        n = np.asarray(n_decode, dtype=float) / (par.pp if par.pp > 1 else 1)
+        shape = StepShape.make(n_decode=n, context=context)
+        total = 0.0
+        for group in self.model.layer_groups:
+            for op in attention_ops(self.model, group, par, self.precision, shape):
+                if op.kind == "attention_decode":
+                    total = total + group.count * self._op_parts(op).total
+        return np.asarray(total)
+
+    def step_time(self, n_decode=0.0, mean_context=0.0, prefill_tokens=0.0, prefill_past=0.0):
+        """Latency of one forward step [s] (numpy broadcasting).
+
+        Parameters
+        ----------
+        n_decode : array_like
+            Decoding sequences in the step.
+        mean_context : array_like
+            Mean tokens attended per decoding sequence (the new one included).
+        prefill_tokens : array_like
+            New prompt tokens in the step (one chunk).
+        prefill_past : array_like
+            Tokens of that prompt already cached before the chunk.
+        """
+        pre = np.asarray(prefill_tokens, dtype=float)
+        shape = StepShape.make(n_decode, mean_context, (pre > 0).astype(float), pre, prefill_past)
+        return self.breakdown(shape).total
+
+    def __repr__(self) -> str:
+        return (f"StepModel({self.model.id} on {self.parallel.devices}x {self.hardware.id}, "
+                f"{self.parallel.label()}, {self.precision.label()}, efficiency={self.efficiency.name})")
