@@ -108,7 +108,7 @@ def _profile_names() -> list[str]:
         return []
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_profile(name: str) -> Efficiency:
     """Load a shipped calibration profile by name (``h100-sxm``, ...) or return the datasheet one."""
     if name == "datasheet":

@@ -1,13 +1,21 @@
 """The model description the cost model reads: shapes of attention, FFN / MoE and layer types.
 
 Built from a Hugging Face ``config.json`` by :mod:`perfmodel.modelspec.hf_config`. All sizes are
-element counts (ints); byte figures are derived with a :class:`perfmodel.precision.DType`.
+element counts (ints); byte figures are derived with a :class:`perfmodel.precision.DType`
+(see :mod:`perfmodel.modelspec.derived`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..precision import DType
 
 AttentionKind = Literal["gqa", "mla"]
 FFNKind = Literal["dense", "moe"]
@@ -44,6 +52,11 @@ class MoEShape:
         Always-active shared experts (0 if none).
     shared_intermediate_size : int
         Total intermediate size of the shared expert(s) (num_shared × their size; 0 if none).
+    router_bias : bool
+        The router carries a per-expert bias (gpt-oss router bias, DeepSeek's
+        ``e_score_correction_bias``): E extra parameters per MoE layer.
+    expert_bias : bool
+        Every expert matrix carries a bias vector (gpt-oss).
     """
 
     num_experts: int
@@ -51,6 +64,8 @@ class MoEShape:
     expert_intermediate_size: int
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
+    router_bias: bool = False
+    expert_bias: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,8 @@ class ModelSpec:
     hidden_size, num_layers, vocab_size : int
     num_attention_heads, num_kv_heads, head_dim : int
         Query heads, KV heads and per-head dimension of Q/K (explicit or hidden/heads).
+        For MLA, ``head_dim = qk_nope_head_dim + qk_rope_head_dim`` and ``num_kv_heads`` is the
+        config's value (the decompressed view); the cache width is given by ``mla``.
     v_head_dim : int
         Per-head dimension of V (= head_dim except MLA).
     attention : "gqa" | "mla"
@@ -92,7 +109,24 @@ class ModelSpec:
     tie_word_embeddings : bool
         Embedding and LM head share weights (counted once in parameters).
     attention_bias : bool
-        QKV projections carry biases (Qwen2). Counted in parameters.
+        Q, K and V projections carry biases (Qwen2, gpt-oss). Counted in parameters.
+    attention_out_bias : bool
+        The output projection carries a bias too (gpt-oss, Llama with ``attention_bias``).
+    attention_sinks : bool
+        One learned sink logit per head and layer (gpt-oss); ``num_attention_heads`` parameters.
+    qk_norm : bool
+        RMSNorm with weights over ``head_dim`` on Q and K (Qwen3): ``2 * head_dim`` parameters.
+    ffn_bias : bool
+        Dense FFN matrices carry biases (GPT-J).
+    norms_per_layer : int
+        Normalisation layers per block over the hidden size (2 for pre-norm attention + FFN,
+        1 for GPT-J's parallel block).
+    norm_bias : bool
+        LayerNorm with bias (GPT-J) rather than RMSNorm (weight only).
+    lm_head_bias : bool
+        The LM head carries a bias of ``vocab_size`` (GPT-J).
+    max_position_embeddings : int or None
+        Longest context the config declares [token].
     """
 
     id: str
@@ -115,3 +149,53 @@ class ModelSpec:
     hf_repo_id: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    attention_out_bias: bool = False
+    attention_sinks: bool = False
+    qk_norm: bool = False
+    ffn_bias: bool = False
+    norms_per_layer: int = 2
+    norm_bias: bool = False
+    lm_head_bias: bool = False
+    max_position_embeddings: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.layer_groups and sum(g.count for g in self.layer_groups) != self.num_layers:
+            total = sum(g.count for g in self.layer_groups)
+            raise SpecError(f"model {self.id!r}: layer_groups sum to {total} layers, "
+                            f"num_layers is {self.num_layers}")
+        if self.attention == "mla" and self.mla is None:
+            raise SpecError(f"model {self.id!r}: attention 'mla' needs an MLAShape")
+        if any(g.ffn == "moe" for g in self.layer_groups) and self.moe is None:
+            raise SpecError(f"model {self.id!r}: a layer group has ffn 'moe' but moe is None")
+
+    # -- thin conveniences; the formulas live in perfmodel.modelspec.derived ------------------
+    @property
+    def groups(self) -> tuple[LayerGroup, ...]:
+        """``layer_groups``, or one group of all layers when none were given."""
+        if self.layer_groups:
+            return self.layer_groups
+        return (LayerGroup(self.num_layers, "moe" if self.moe else "dense", None),)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    def params_total(self) -> int:
+        """Total parameters, embeddings included (see :func:`derived.params_total`)."""
+        from .derived import params_total
+        return params_total(self)
+
+    def params_active(self) -> int:
+        """Parameters used per token, embeddings included (see :func:`derived.params_active`)."""
+        from .derived import params_active
+        return params_active(self)
+
+    def kv_bytes_per_token(self, kv_dtype: str | DType = "bf16") -> float:
+        """KV-cache bytes per token over all layers [B] (see :func:`derived.kv_bytes_per_token`)."""
+        from .derived import kv_bytes_per_token
+        return float(kv_bytes_per_token(self, kv_dtype))
+
+    def kv_cache_bytes(self, kv_dtype: str | DType, context: float | np.ndarray) -> float | np.ndarray:
+        """KV-cache bytes of one sequence [B] (see :func:`derived.kv_cache_bytes`)."""
+        from .derived import kv_cache_bytes
+        return kv_cache_bytes(self, kv_dtype, context)

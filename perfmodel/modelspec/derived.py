@@ -1,0 +1,268 @@
+"""Quantities derived from a :class:`ModelSpec`: parameter counts, weight bytes and KV-cache bytes.
+
+Pure functions of the spec (no I/O, no state). Notation: h hidden size, L layers, V vocabulary,
+n_q query heads, n_kv KV heads, d head_dim (Q/K), d_v V head dim, m FFN matrices (3 gated, 2 plain),
+I dense intermediate size, E routed experts, k experts per token, I_e expert intermediate size,
+I_s total shared-expert intermediate size.
+
+Parameters (per layer)
+    GQA attention: h·n_q·d + h·n_kv·(d + d_v) + n_q·d_v·h  (+ n_q·d + n_kv·(d + d_v) QKV biases,
+    + h output bias, + n_q sinks, where the spec says so).
+    MLA attention: h·r_q + r_q·n_q·(d_nope + d_rope) + h·(r_kv + d_rope) + r_kv·n_q·(d_nope + d_v)
+    + n_q·d_v·h   (with r_q = 0 and ``h·n_q·(d_nope+d_rope)`` for the Q projection when there is
+    no Q low-rank).
+    Dense FFN: m·h·I (+ (m−1)·I + h biases for GPT-J).
+    One routed expert: m·h·I_e (+ (m−1)·I_e + h with expert biases); shared experts: m·h·I_s;
+    router: E·h (+ E bias).
+    Norms: norms_per_layer·h (×2 with LayerNorm bias) + 2·d (Q/K norm) + r_q + r_kv (MLA norms).
+Model level: input embedding V·h, LM head V·h (+ V bias) unless tied, final norm h (×2 with bias).
+
+KV cache per token per layer (elements)
+    GQA: n_kv·(d + d_v)  (= 2·n_kv·d for the usual d_v = d).
+    MLA: r_kv + d_rope  (one shared latent plus the decoupled RoPE key; no factor 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..errors import SpecError
+from ..precision import DType, dtype
+from .schema import LayerGroup, ModelSpec
+
+#: Format of embeddings, LM head and norms in :func:`weight_bytes` unless overridden.
+DEFAULT_HIGH_PRECISION = "bf16"
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """Parameters of ONE layer of a group, by component [parameters].
+
+    ``routed_experts`` counts all E experts; ``routed_active`` the k a token uses.
+    """
+
+    attention: int
+    dense_ffn: int
+    routed_experts: int
+    routed_active: int
+    shared_experts: int
+    router: int
+    norms: int
+
+    @property
+    def total(self) -> int:
+        return (self.attention + self.dense_ffn + self.routed_experts + self.shared_experts
+                + self.router + self.norms)
+
+    @property
+    def active(self) -> int:
+        return (self.attention + self.dense_ffn + self.routed_active + self.shared_experts
+                + self.router + self.norms)
+
+
+def attention_params(spec: ModelSpec) -> int:
+    """Attention projection parameters of one layer (biases and sinks included; norms excluded)."""
+    h, nq = spec.hidden_size, spec.num_attention_heads
+    if spec.attention == "mla":
+        m = spec.mla
+        assert m is not None
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = h * m.q_lora_rank + m.q_lora_rank * nq * qk if m.q_lora_rank else h * nq * qk
+        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * nq * (m.qk_nope_head_dim
+                                                                                + m.v_head_dim)
+        return q + kv + nq * m.v_head_dim * h
+    nkv, d, dv = spec.num_kv_heads, spec.head_dim, spec.v_head_dim
+    n = h * nq * d + h * nkv * (d + dv) + nq * dv * h
+    if spec.attention_bias:
+        n += nq * d + nkv * (d + dv)
+    if spec.attention_out_bias:
+        n += h
+    if spec.attention_sinks:
+        n += nq
+    return n
+
+
+def ffn_params(spec: ModelSpec, intermediate: int, bias: bool) -> int:
+    """One FFN of width ``intermediate``: ``m·h·I`` (+ ``(m−1)·I + h`` biases)."""
+    h, m = spec.hidden_size, spec.ffn_matrices
+    return m * h * intermediate + (((m - 1) * intermediate + h) if bias else 0)
+
+
+def norm_params_per_layer(spec: ModelSpec) -> int:
+    """Normalisation weights of one layer (hidden-size norms, Q/K norms, MLA latent norms)."""
+    n = spec.norms_per_layer * spec.hidden_size * (2 if spec.norm_bias else 1)
+    if spec.qk_norm:
+        n += 2 * spec.head_dim
+    if spec.mla is not None:
+        n += (spec.mla.q_lora_rank or 0) + spec.mla.kv_lora_rank
+    return n
+
+
+def layer_params(spec: ModelSpec, group: LayerGroup) -> LayerParams:
+    """Parameter breakdown of one layer of ``group`` (see module docstring for the equations)."""
+    attn, norms = attention_params(spec), norm_params_per_layer(spec)
+    if group.ffn == "dense" or spec.moe is None:
+        return LayerParams(attn, ffn_params(spec, spec.intermediate_size, spec.ffn_bias), 0, 0, 0, 0, norms)
+    moe = spec.moe
+    expert = ffn_params(spec, moe.expert_intermediate_size, moe.expert_bias)
+    shared = ffn_params(spec, moe.shared_intermediate_size, False) if moe.shared_intermediate_size else 0
+    router = moe.num_experts * spec.hidden_size + (moe.num_experts if moe.router_bias else 0)
+    return LayerParams(attn, 0, moe.num_experts * expert, moe.top_k * expert, shared, router, norms)
+
+
+def embedding_params(spec: ModelSpec) -> int:
+    """Input embedding table ``V·h``."""
+    return spec.vocab_size * spec.hidden_size
+
+
+def lm_head_params(spec: ModelSpec) -> int:
+    """LM head ``V·h`` (+ ``V`` bias); 0 when tied to the embedding (counted once, there)."""
+    if spec.tie_word_embeddings:
+        return 0
+    return spec.vocab_size * spec.hidden_size + (spec.vocab_size if spec.lm_head_bias else 0)
+
+
+def final_norm_params(spec: ModelSpec) -> int:
+    return spec.hidden_size * (2 if spec.norm_bias else 1)
+
+
+def params_breakdown(spec: ModelSpec) -> dict[str, int]:
+    """Total parameters by component over the whole model [parameters].
+
+    Keys: attention, dense_ffn, routed_experts, routed_active, shared_experts, router, norms
+    (including the final norm), embedding, lm_head. ``routed_active`` is the k-of-E share a token
+    uses and is not part of the total.
+    """
+    out = dict.fromkeys(("attention", "dense_ffn", "routed_experts", "routed_active", "shared_experts",
+                         "router", "norms"), 0)
+    for g in spec.groups:
+        for key, value in asdict(layer_params(spec, g)).items():
+            out[key] += g.count * value
+    out["norms"] += final_norm_params(spec)
+    out["embedding"] = embedding_params(spec)
+    out["lm_head"] = lm_head_params(spec)
+    return out
+
+
+def params_total(spec: ModelSpec, *, embeddings: bool = True) -> int:
+    """All parameters [parameters], including all E routed experts of every MoE layer.
+
+    ``embeddings=True`` (default) counts the input embedding and LM head (tied: once), as model
+    cards do (DeepSeek-V3 671B, Llama-3.1 70.6B); MTP / vision towers are not part of the spec.
+    """
+    b = params_breakdown(spec)
+    body = sum(v for k, v in b.items() if k not in ("routed_active", "embedding", "lm_head"))
+    return body + (b["embedding"] + b["lm_head"] if embeddings else 0)
+
+
+def params_active(spec: ModelSpec, *, input_embedding: bool = True, lm_head: bool = True) -> int:
+    """Parameters a token passes through [parameters].
+
+    Equals :func:`params_total` with each MoE layer's E routed experts replaced by the k it routes
+    to: attention + dense FFN + k routed + shared experts + router + norms, plus by default the whole
+    input-embedding table and LM head (DeepSeek-V3 "37B activated", Mixtral 12.9B, Llama-4 17B).
+
+    ``input_embedding=False`` drops the embedding table (a token reads one row of it), which is
+    OpenAI's convention for gpt-oss (5.1B active for gpt-oss-120b: unembedding counted, embedding
+    not). With tied embeddings the shared matrix is counted once if either flag is set.
+    """
+    b = params_breakdown(spec)
+    body = sum(v for k, v in b.items() if k not in ("routed_experts", "embedding", "lm_head"))
+    if spec.tie_word_embeddings:
+        return body + (b["embedding"] if (input_embedding or lm_head) else 0)
+    return body + (b["embedding"] if input_embedding else 0) + (b["lm_head"] if lm_head else 0)
+
+
+def weight_bytes(spec: ModelSpec, weights_dtype: str | DType, *, expert_dtype: str | DType | None = None,
+                 high_precision_dtype: str | DType = DEFAULT_HIGH_PRECISION) -> float:
+    """Bytes of all weights [B] (a float: bits per element are floats, NVFP4 = 4.5 bit).
+
+    .. math:: W = b_w·(P_{attn} + P_{dense} + P_{shared} + P_{router}) + b_e·P_{routed}
+                 + b_{hp}·(P_{norms} + P_{emb} + P_{lm\\_head})
+
+    with b the bytes per element of ``weights_dtype`` (b_w), ``expert_dtype`` (b_e, defaults to the
+    weights format; gpt-oss ships MXFP4 experts with bf16 attention) and ``high_precision_dtype``
+    (b_hp, bf16 by default: quantised checkpoints keep embeddings, LM head and norms in 16 bit).
+    Biases and sinks are counted with their matrices, at the weights format.
+    """
+    w, hp = dtype(weights_dtype, "weights"), dtype(high_precision_dtype, "high_precision")
+    e = dtype(expert_dtype, "expert") if expert_dtype is not None else w
+    b = params_breakdown(spec)
+    matrices = b["attention"] + b["dense_ffn"] + b["shared_experts"] + b["router"]
+    return (matrices * w.bytes + b["routed_experts"] * e.bytes
+            + (b["norms"] + b["embedding"] + b["lm_head"]) * hp.bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# KV cache
+# ---------------------------------------------------------------------------------------------
+def kv_elems_per_token_per_layer(spec: ModelSpec) -> int:
+    """KV-cache elements one token adds to one layer.
+
+    GQA: ``n_kv·(d + d_v)`` (K and V); MLA: ``kv_lora_rank + qk_rope_head_dim`` (no factor 2:
+    K and V are both rebuilt from the one latent).
+    """
+    if spec.attention == "mla":
+        assert spec.mla is not None
+        return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+    return spec.num_kv_heads * (spec.head_dim + spec.v_head_dim)
+
+
+def cached_tokens(context: float | np.ndarray, window: int | None) -> np.ndarray:
+    """Tokens a layer keeps for a sequence of ``context`` tokens: ``min(context, window)``."""
+    ctx = np.asarray(context, dtype=np.float64)
+    return ctx if window is None else np.minimum(ctx, float(window))
+
+
+def _check_context(context: float | np.ndarray) -> np.ndarray:
+    ctx = np.asarray(context, dtype=np.float64)
+    if not np.all(np.isfinite(ctx)) or np.any(ctx < 0):
+        raise SpecError(f"context: must be finite and >= 0 tokens, got {context!r}")
+    return ctx
+
+
+def kv_cache_bytes_by_group(spec: ModelSpec, kv_dtype: str | DType, context: float | np.ndarray
+                            ) -> list[np.ndarray]:
+    """KV bytes of one sequence per layer group [B], in ``spec.groups`` order.
+
+    ``count · kv_elems_per_token_per_layer · bytes(kv_dtype) · min(context, window)``, broadcast
+    over ``context`` [token].
+    """
+    kv, ctx = dtype(kv_dtype, "kv_cache"), _check_context(context)
+    per_layer = kv_elems_per_token_per_layer(spec) * kv.bytes
+    return [g.count * per_layer * cached_tokens(ctx, g.window) for g in spec.groups]
+
+
+def kv_cache_bytes(spec: ModelSpec, kv_dtype: str | DType, context: float | np.ndarray
+                   ) -> float | np.ndarray:
+    """KV-cache bytes of one sequence holding ``context`` tokens [B].
+
+    .. math:: KV(c) = b_{kv} · e · \\sum_{groups} n_g · \\min(c, w_g)
+
+    with e = :func:`kv_elems_per_token_per_layer`, b_kv bytes per element and w_g the group's
+    sliding/chunk window (∞ for full attention). Broadcasts over ``context``; a scalar in gives a
+    float out.
+    """
+    total = sum(kv_cache_bytes_by_group(spec, kv_dtype, context))
+    arr = np.asarray(total, dtype=np.float64)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str | DType = "bf16",
+                       context: float | np.ndarray | None = None) -> float | np.ndarray:
+    """KV-cache bytes per token summed over layers [B/token].
+
+    ``context=None``: every layer caches the token, ``b_kv · e · L`` (exact while the context is
+    within every window; e.g. 327,680 B for Llama-3.1-70B in bf16, 70,272 B for DeepSeek-V3).
+    With ``context``: the average over a sequence of that length, ``KV(c) / c`` — lower for models
+    with sliding-window or chunked layers once ``c`` exceeds the window.
+    """
+    if context is None:
+        return spec.num_layers * kv_elems_per_token_per_layer(spec) * dtype(kv_dtype, "kv_cache").bytes
+    ctx = _check_context(context)
+    if np.any(ctx <= 0):
+        raise SpecError(f"context: must be > 0 tokens for a per-token average, got {context!r}")
+    out = np.asarray(kv_cache_bytes(spec, kv_dtype, ctx)) / ctx
+    return float(out) if out.ndim == 0 else out

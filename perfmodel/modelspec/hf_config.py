@@ -1,0 +1,379 @@
+"""Build a :class:`ModelSpec` from a Hugging Face ``config.json`` dictionary.
+
+Each supported ``model_type`` has a reader that maps the family's field names onto the common
+shape (``n_routed_experts`` vs ``num_local_experts`` vs ``num_experts``...), decides per layer
+whether the FFN is dense or MoE and whether attention is windowed, and merges identical layers into
+:class:`LayerGroup` s. Missing, non-positive or contradictory fields raise
+:class:`perfmodel.errors.SpecError` naming the field and the value. See ``docs/models.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import SpecError
+from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape
+
+_MISSING = object()
+#: transformers' default: every 4th Llama-4 layer is NoPE with global (full) attention.
+LLAMA4_NOPE_INTERVAL = 4
+
+
+class _Reader:
+    """Typed access to one config dictionary; errors name ``origin`` and the (prefixed) key."""
+
+    def __init__(self, cfg: dict[str, Any], origin: str, prefix: str = "") -> None:
+        self.cfg, self.origin, self.prefix = cfg, origin, prefix
+
+    def fail(self, message: str) -> SpecError:
+        return SpecError(f"{self.origin}: {message}")
+
+    def name(self, key: str) -> str:
+        return f"'{self.prefix}{key}'"
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.cfg.get(key)
+        return default if value is None else value
+
+    def int(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> Any:
+        """A required (or defaulted) integer ``>= minimum``; JSON null counts as absent."""
+        value = self.cfg.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.fail(f"missing {self.name(key)}")
+            return default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"{self.name(key)} must be an integer, got {value!r}")
+        if value < minimum:
+            kind = "positive" if minimum == 1 else f">= {minimum}"
+            raise self.fail(f"{self.name(key)} must be {kind}, got {value}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.fail(f"{self.name(key)} must be true or false, got {value!r}")
+        return value
+
+    def int_list(self, key: str, length: int | None = None) -> list[int] | None:
+        value = self.cfg.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                  for v in value):
+            raise self.fail(f"{self.name(key)} must be a list of integers, got {value!r}")
+        if length is not None and len(value) != length:
+            raise self.fail(f"{self.name(key)} has {len(value)} entries, "
+                            f"'{self.prefix}num_hidden_layers' is {length}")
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared pieces
+# ---------------------------------------------------------------------------------------------
+def _attention_heads(r: _Reader, hidden: int, *, heads_key: str = "num_attention_heads") -> dict:
+    """Query/KV heads and head_dim with the divisibility checks of GQA."""
+    heads = r.int(heads_key)
+    kv = r.int("num_key_value_heads", heads)
+    if heads % kv:
+        raise r.fail(f"{r.name(heads_key)} ({heads}) is not divisible by "
+                     f"{r.name('num_key_value_heads')} ({kv})")
+    if r.has("head_dim"):
+        head_dim = r.int("head_dim")
+    else:
+        if hidden % heads:
+            raise r.fail(f"{r.name('hidden_size')} ({hidden}) is not divisible by {r.name(heads_key)} "
+                         f"({heads}) and no 'head_dim' is given")
+        head_dim = hidden // heads
+    return dict(num_attention_heads=heads, num_kv_heads=kv, head_dim=head_dim, v_head_dim=head_dim,
+                attention="gqa")
+
+
+def _base(r: _Reader, hidden_key: str = "hidden_size", layers_key: str = "num_hidden_layers") -> dict:
+    hidden = r.int(hidden_key)
+    fields = dict(hidden_size=hidden, num_layers=r.int(layers_key), vocab_size=r.int("vocab_size"),
+                  tie_word_embeddings=r.flag("tie_word_embeddings", False))
+    max_pos = r.int("max_position_embeddings", None)
+    if max_pos is not None:
+        fields["max_position_embeddings"] = max_pos
+    return fields
+
+
+def _check_top_k(r: _Reader, top_k: int, k_key: str, experts: int, e_key: str) -> None:
+    if top_k > experts:
+        raise r.fail(f"{r.name(k_key)} ({top_k}) exceeds {r.name(e_key)} ({experts})")
+
+
+def _windows_from_layer_types(r: _Reader, n: int, sliding: int | None, chunk: int | None
+                              ) -> list[int | None] | None:
+    """Per-layer window from ``layer_types`` (newer transformers configs), or None if absent."""
+    types = r.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or len(types) != n:
+        got = len(types) if isinstance(types, list) else repr(types)
+        raise r.fail(f"{r.name('layer_types')} must list one type per layer ({n}), got {got}")
+    allowed = {"full_attention": None, "sliding_attention": sliding, "chunked_attention": chunk}
+    out: list[int | None] = []
+    for i, t in enumerate(types):
+        if t not in allowed:
+            raise r.fail(f"{r.name('layer_types')}[{i}] is {t!r}; supported: {', '.join(allowed)}")
+        if t != "full_attention" and allowed[t] is None:
+            key = "sliding_window" if t == "sliding_attention" else "attention_chunk_size"
+            raise r.fail(f"{r.name('layer_types')}[{i}] is {t!r} but {r.name(key)} is missing")
+        out.append(allowed[t])
+    return out
+
+
+def _qwen_windows(r: _Reader, n: int) -> list[int | None]:
+    """Qwen2/3: sliding window only if ``use_sliding_window``, on layers >= ``max_window_layers``."""
+    sliding = r.int("sliding_window", None)
+    typed = _windows_from_layer_types(r, n, sliding, None)
+    if typed is not None:
+        return typed
+    if not r.flag("use_sliding_window", False) or sliding is None:
+        return [None] * n
+    first = r.int("max_window_layers", 0, minimum=0)
+    return [sliding if i >= first else None for i in range(n)]
+
+
+def _merge(layers: list[tuple[str, int | None]]) -> tuple[LayerGroup, ...]:
+    """Count identical (ffn, window) layers, in order of first appearance."""
+    counts: dict[tuple[str, int | None], int] = {}
+    for key in layers:
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(LayerGroup(c, ffn, window) for (ffn, window), c in counts.items())  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# Families
+# ---------------------------------------------------------------------------------------------
+def _llama_like(r: _Reader, *, sliding: bool, qkv_bias: bool | None = None, qk_norm: bool = False,
+                qwen_window: bool = False) -> dict:
+    """Dense GQA decoders: llama, mistral, qwen2, qwen3."""
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    if qwen_window:
+        windows = _qwen_windows(r, n)
+    else:
+        win = r.int("sliding_window", None) if sliding else None
+        windows = _windows_from_layer_types(r, n, win, None) or [win] * n
+    bias = r.flag("attention_bias", False) if qkv_bias is None else qkv_bias
+    f.update(intermediate_size=r.int("intermediate_size"), attention_bias=bias,
+             attention_out_bias=bias and qkv_bias is None, qk_norm=qk_norm,
+             ffn_bias=r.flag("mlp_bias", False), layer_groups=_merge([("dense", w) for w in windows]))
+    return f
+
+
+def _llama(r: _Reader) -> dict:
+    return _llama_like(r, sliding=False)
+
+
+def _mistral(r: _Reader) -> dict:
+    return _llama_like(r, sliding=True)
+
+
+def _qwen2(r: _Reader) -> dict:
+    # Qwen2 has biases on q, k, v (not o) with no config switch.
+    return _llama_like(r, sliding=False, qkv_bias=True, qwen_window=True)
+
+
+def _qwen3(r: _Reader) -> dict:
+    # Qwen3: attention_bias switches q, k, v and o biases; q/k RMSNorm over head_dim.
+    return _llama_like(r, sliding=False, qk_norm=True, qwen_window=True)
+
+
+def _mixtral(r: _Reader) -> dict:
+    f = _llama_like(r, sliding=True)
+    experts, top_k = r.int("num_local_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_local_experts")
+    f["moe"] = MoEShape(experts, top_k, f["intermediate_size"])
+    f["layer_groups"] = tuple(LayerGroup(g.count, "moe", g.window) for g in f["layer_groups"])
+    return f
+
+
+def _qwen3_moe(r: _Reader) -> dict:
+    f = _qwen3(r)
+    n = f["num_layers"]
+    experts, top_k = r.int("num_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_experts")
+    step = r.int("decoder_sparse_step", 1)
+    dense_only = set(r.int_list("mlp_only_layers") or [])
+    bad = sorted(i for i in dense_only if not 0 <= i < n)
+    if bad:
+        raise r.fail(f"{r.name('mlp_only_layers')} has layer indices {bad} outside 0..{n - 1}")
+    ffn = ["moe" if i not in dense_only and (i + 1) % step == 0 else "dense" for i in range(n)]
+    windows = _qwen_windows(r, n)
+    f["moe"] = MoEShape(experts, top_k, r.int("moe_intermediate_size"))
+    f["layer_groups"] = _merge(list(zip(ffn, windows, strict=True)))
+    return f
+
+
+def _deepseek_v3(r: _Reader) -> dict:
+    """DeepSeek-V3/R1 and Kimi-K2: MLA attention, shared expert, first k layers dense."""
+    f = _base(r)
+    heads = r.int("num_attention_heads")
+    q_lora = r.int("q_lora_rank", None)
+    mla = MLAShape(q_lora, r.int("kv_lora_rank"), r.int("qk_nope_head_dim"),
+                   r.int("qk_rope_head_dim"), r.int("v_head_dim"))
+    n = f["num_layers"]
+    experts, top_k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "n_routed_experts")
+    first_dense = r.int("first_k_dense_replace", 0, minimum=0)
+    if first_dense > n:
+        raise r.fail(f"{r.name('first_k_dense_replace')} ({first_dense}) exceeds "
+                     f"{r.name('num_hidden_layers')} ({n})")
+    freq = r.int("moe_layer_freq", 1)
+    shared = r.int("n_shared_experts", 0, minimum=0)
+    moe_size = r.int("moe_intermediate_size")
+    ffn = ["moe" if i >= first_dense and i % freq == 0 else "dense" for i in range(n)]
+    notes = ["MLA: KV cache holds kv_lora_rank + qk_rope_head_dim elements per token per layer"]
+    if r.int("num_nextn_predict_layers", 0, minimum=0):
+        notes.append("multi-token-prediction (MTP) layers are not counted (as in the 671B figure)")
+    f.update(num_attention_heads=heads, num_kv_heads=r.int("num_key_value_heads", heads),
+             head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim, v_head_dim=mla.v_head_dim,
+             attention="mla", mla=mla, intermediate_size=r.int("intermediate_size"),
+             attention_bias=r.flag("attention_bias", False),
+             moe=MoEShape(experts, top_k, moe_size, shared, shared * moe_size,
+                          router_bias=r.get("topk_method") == "noaux_tc"),
+             layer_groups=_merge([(x, None) for x in ffn]), notes=tuple(notes))
+    return f
+
+
+def _gpt_oss(r: _Reader) -> dict:
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    experts = r.int("num_local_experts")
+    top_k = r.int("num_experts_per_tok", None) or r.int("experts_per_token")
+    if r.has("experts_per_token") and r.int("experts_per_token") != top_k:
+        raise r.fail(f"{r.name('experts_per_token')} ({r.int('experts_per_token')}) contradicts "
+                     f"{r.name('num_experts_per_tok')} ({top_k})")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_local_experts")
+    sliding = r.int("sliding_window", None)
+    windows = _windows_from_layer_types(r, n, sliding, None)
+    if windows is None:  # reference implementation: even layers slide, odd layers are global
+        if sliding is None:
+            raise r.fail(f"missing {r.name('sliding_window')} (needed without 'layer_types')")
+        windows = [sliding if i % 2 == 0 else None for i in range(n)]
+    size = r.int("intermediate_size")
+    bias = r.flag("attention_bias", True)
+    f.update(intermediate_size=size, attention_bias=bias, attention_out_bias=bias, attention_sinks=True,
+             moe=MoEShape(experts, top_k, size, router_bias=True, expert_bias=True),
+             layer_groups=_merge([("moe", w) for w in windows]),
+             notes=("attention sinks: one learned logit per head and layer (not a config field)",
+                    "checkpoint stores expert weights in MXFP4; attention, router and embeddings in bf16"))
+    return f
+
+
+def _gptj(r: _Reader) -> dict:
+    f = _base(r, hidden_key="n_embd", layers_key="n_layer")
+    hidden = f["hidden_size"]
+    heads = r.int("n_head")
+    if hidden % heads:
+        raise r.fail(f"{r.name('n_embd')} ({hidden}) is not divisible by {r.name('n_head')} ({heads})")
+    if "n_positions" in r.cfg and "max_position_embeddings" not in f:
+        f["max_position_embeddings"] = r.int("n_positions")
+    f.update(num_attention_heads=heads, num_kv_heads=heads, head_dim=hidden // heads,
+             v_head_dim=hidden // heads, attention="gqa", intermediate_size=r.int("n_inner", 4 * hidden),
+             ffn_matrices=2, ffn_bias=True, norms_per_layer=1, norm_bias=True, lm_head_bias=True,
+             layer_groups=(LayerGroup(f["num_layers"], "dense", None),),
+             notes=("parallel attention + MLP block with one LayerNorm; n_inner null means 4 * n_embd",))
+    return f
+
+
+def _llama4(r: _Reader) -> dict:
+    """Llama-4 text model: MoE every ``interleave_moe_layer_step``-th layer with a shared expert,
+    chunked attention on RoPE layers and global attention on NoPE layers."""
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    experts, top_k = r.int("num_local_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_local_experts")
+    expert_size = r.int("intermediate_size")
+    notes = []
+    moe_layers = r.int_list("moe_layers")
+    if moe_layers is None:
+        step = r.int("interleave_moe_layer_step", 1)
+        moe_layers = list(range(step - 1, n, step))
+        notes.append(f"moe_layers absent: every {step}th layer is MoE (transformers default)")
+    chunk = r.int("attention_chunk_size", None)
+    windows = _windows_from_layer_types(r, n, None, chunk)
+    if windows is None:
+        rope = r.int_list("no_rope_layers", n)  # 1 = layer uses RoPE (chunked), 0 = NoPE (global)
+        if not rope:
+            rope = [int((i + 1) % LLAMA4_NOPE_INTERVAL != 0) for i in range(n)]
+            notes.append(f"no_rope_layers absent: every {LLAMA4_NOPE_INTERVAL}th layer is NoPE with "
+                         "global attention, the others chunked (transformers default)")
+        windows = [chunk if use_rope else None for use_rope in rope]
+    moe_set = set(moe_layers)
+    ffn = ["moe" if i in moe_set else "dense" for i in range(n)]
+    dense_size = r.int("intermediate_size_mlp", None) if "dense" in ffn else None
+    if "dense" in ffn and dense_size is None:
+        raise r.fail(f"missing {r.name('intermediate_size_mlp')} (dense layers exist)")
+    f.update(intermediate_size=dense_size or expert_size,
+             attention_bias=r.flag("attention_bias", False),
+             attention_out_bias=r.flag("attention_bias", False),
+             moe=MoEShape(experts, top_k, expert_size, 1, expert_size),
+             layer_groups=_merge(list(zip(ffn, windows, strict=True))), notes=tuple(notes))
+    return f
+
+
+_FAMILIES: dict[str, Callable[[_Reader], dict]] = {
+    "llama": _llama, "llama4": _llama4, "llama4_text": _llama4, "mistral": _mistral,
+    "mixtral": _mixtral, "qwen2": _qwen2, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
+    "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gpt_oss": _gpt_oss, "gptj": _gptj,
+}
+#: ``model_type`` values :func:`from_hf_config` understands.
+SUPPORTED_FAMILIES: tuple[str, ...] = tuple(sorted(_FAMILIES))
+
+
+def from_hf_config(config: dict, id: str, hf_repo_id: str | None = None, source: str | None = None,
+                   *, origin: str = "config.json") -> ModelSpec:
+    """Read a Hugging Face ``config.json`` (as a dict) into a :class:`ModelSpec`.
+
+    Parameters
+    ----------
+    config : dict
+        The parsed ``config.json``. Llama-4's multimodal wrapper is accepted: its ``text_config``
+        is read (errors then name ``text_config.<field>``).
+    id : str
+        Identifier given to the spec.
+    hf_repo_id, source : str, optional
+        Provenance copied onto the spec.
+    origin : str
+        Prefix of error messages (a file path when read from disk).
+
+    Raises
+    ------
+    SpecError
+        Unknown ``model_type`` (the message lists the supported families), missing or non-positive
+        sizes, or contradictory fields (heads not divisible by KV heads, ``top_k`` above the expert
+        count, ``first_k_dense_replace`` above the layer count...).
+    """
+    if not isinstance(config, dict):
+        raise SpecError(f"{origin}: expected a JSON object, got {type(config).__name__}")
+    supported = ", ".join(SUPPORTED_FAMILIES)
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise SpecError(f"{origin}: missing 'model_type'; supported families: {supported}")
+    reader = _Reader(config, origin)
+    if model_type == "llama4" and isinstance(config.get("text_config"), dict):
+        text = dict(config["text_config"])
+        if "tie_word_embeddings" in config and "tie_word_embeddings" not in text:
+            text["tie_word_embeddings"] = config["tie_word_embeddings"]
+        reader = _Reader(text, origin, "text_config.")
+    if model_type not in _FAMILIES:
+        raise SpecError(f"{origin}: unsupported 'model_type' {model_type!r}; "
+                        f"supported families: {supported}")
+    fields = _FAMILIES[model_type](reader)
+    return ModelSpec(id=id, family=str(model_type), hf_repo_id=hf_repo_id, source=source, **fields)
