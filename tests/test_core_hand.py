@@ -44,7 +44,7 @@ def test_decode_step_of_tiny_dense_model_by_hand():
         + _op(2 * B * h * nq * hd, h * nq * hd * 2 + B * (h + nq * hd) * 2, P, BW)
         + _op(2 * B * 2 * inter * h, 2 * inter * h * 2 + B * (2 * inter + h) * 2, P, BW)
         + _op(2 * B * h * inter, h * inter * 2 + B * (h + inter) * 2, P, BW)
-        + 2 * (10 * h * B + 3 * inter * B) / BW
+        + 2 * (8 * h * B + 3 * inter * B) / BW
     )
     once = B * h * 4 / BW + _op(2 * B * vocab * h, vocab * h * 2 + B * (vocab + h) * 2, P, BW) + B * vocab * 8 / BW
     expected = 2 * per_layer + once

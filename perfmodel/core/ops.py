@@ -254,8 +254,8 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
         assert moe is not None
         act = (t * moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
                + t * moe.shared_intermediate_size / par.group)
-    data = ab * (10.0 * model.hidden_size * t / par.dp_attention + 3.0 * act)
-    return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=4.0 * (t > 0))
+    data = ab * (8.0 * model.hidden_size * t / par.dp_attention + 3.0 * act)
+    return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=3.0 * (t > 0))
 
 
 def layer_messages(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
