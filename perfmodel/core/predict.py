@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .memory import kv_bytes_per_token_device, workspace_bytes
+from .memory import kv_bytes_per_token_device, max_sequences, workspace_bytes
 from .ops import StepShape
 from .roofline import e2e_latency
 from .step import StepBreakdown, StepModel
@@ -68,6 +68,7 @@ class Prediction:
     kv_bytes_per_device: np.ndarray
     memory_used_bytes_per_device: np.ndarray
     memory_capacity_bytes: float
+    max_batch_at_context: np.ndarray
     prefill_bound: np.ndarray
     decode_bound: np.ndarray
     devices: int
@@ -79,7 +80,7 @@ class Prediction:
         "batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_tokens_per_s",
         "total_tokens_per_s", "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "fit_reason",
         "weights_bytes_per_device", "kv_bytes_per_device", "memory_used_bytes_per_device",
-        "prefill_bound", "decode_bound",
+        "max_batch_at_context", "prefill_bound", "decode_bound",
     )
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -182,8 +183,8 @@ def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndar
 def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
             moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str = "bf16",
             activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
-            reserve: float = 0.10, expert_imbalance: float = 1.0, step_model: StepModel | None = None,
-            ) -> Prediction:
+            reserve: float = 0.10, expert_imbalance: float = 1.0, kv_host_fraction: float = 0.0,
+            kv_host_overlap: float = 0.0, step_model: StepModel | None = None) -> Prediction:
     """Predict TTFT, TPOT, E2E and throughputs of a static batch on one replica.
 
     Parameters
@@ -202,6 +203,12 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         ``datasheet`` gives the pure roofline (peaks, no overheads).
     reserve : float
         Fraction of device memory left unused when checking fit.
+    expert_imbalance : float
+        Busiest EP rank's load relative to uniform routing (≥ 1).
+    kv_host_fraction, kv_host_overlap : float
+        Share of the KV cache held in host memory, and share of its per-step transfer hidden.
+    step_model : StepModel, optional
+        Reuse a bound model (the other model/hardware arguments are then ignored).
 
     Returns
     -------
@@ -211,7 +218,8 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     sm = step_model or StepModel(model, hardware, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                  moe_tp=moe_tp, weights=weights, activations=activations,
                                  kv_cache=kv_cache, efficiency=efficiency, reserve=reserve,
-                                 expert_imbalance=expert_imbalance)
+                                 expert_imbalance=expert_imbalance, kv_host_fraction=kv_host_fraction,
+                                 kv_host_overlap=kv_host_overlap)
     b = _positive_array("batch", batch)
     i = _positive_array("isl", isl)
     o = _positive_array("osl", osl)
@@ -221,7 +229,10 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
-    kv_dev = (b / par.dp_attention) * kv_bytes_per_token_device(mdl, par, prec, i + o)
+    on_device = 1.0 - sm.kv_host_fraction
+    kv_dev = on_device * (b / par.dp_attention) * kv_bytes_per_token_device(mdl, par, prec, i + o)
+    max_batch = max_sequences(mdl, par, prec, sm.hardware.memory_capacity, i + o, sm.reserve,
+                              WORKSPACE_TOKENS) / max(on_device, 1e-12)
     work = workspace_bytes(mdl, par, prec, np.minimum(b * i, WORKSPACE_TOKENS))
     used = sm.weights_per_device + kv_dev + work
     usable = sm.hardware.memory_capacity * (1.0 - sm.reserve)
@@ -235,7 +246,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         "precision": prec.label(), "efficiency": eff.name, "efficiency_fallback": eff.fallback,
         "basis": "analytic-datasheet" if eff.name == "datasheet" else "analytic-calibrated",
         "tp": par.tp, "pp": par.pp, "ep": par.ep, "dp_attention": par.dp_attention,
-        "reserve_fraction": sm.reserve, "link": sm.link_id,
+        "reserve_fraction": sm.reserve, "link": sm.link_id, "kv_host_fraction": sm.kv_host_fraction,
     }
     out_tps = b * o / e2e
     return Prediction(
@@ -245,6 +256,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         per_device_tokens_per_s=out_tps / par.devices, fits=fits, fit_reason=reason,
         weights_bytes_per_device=sm.weights_per_device, kv_bytes_per_device=kv_dev,
         memory_used_bytes_per_device=used, memory_capacity_bytes=sm.hardware.memory_capacity,
+        max_batch_at_context=np.floor(max_batch),
         prefill_bound=pre_bound, decode_bound=dec_bound, devices=par.devices, config=config,
         prefill_parts=pre, decode_parts=dec_mid,
     )

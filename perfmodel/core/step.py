@@ -133,13 +133,20 @@ class StepModel:
         Load of the busiest EP rank relative to uniform routing (1 = uniform, ≥ 1).
     scale_up : str | Link, optional
         Override of the scale-up link used for collectives.
+    kv_host_fraction : float
+        Fraction of the KV cache kept in host memory (0 = none). It frees device memory; each decode
+        step then reads that fraction of the attended KV over the accelerator's host link
+        (PCIe or chip-to-chip), on the critical path except for the ``kv_host_overlap`` fraction.
+    kv_host_overlap : float
+        Fraction of the host transfer hidden behind other work, in [0, 1] (default 0).
     """
 
     def __init__(self, model: str | ModelSpec, hardware: str | Accelerator, tp: int = 1, pp: int = 1,
                  ep: int = 1, dp_attention: int = 1, moe_tp: int | None = None,
                  weights: str = "bf16", activations: str | None = None, kv_cache: str = "bf16",
                  efficiency: str | Efficiency = "calibrated", reserve: float = DEFAULT_RESERVE,
-                 expert_imbalance: float = 1.0, scale_up: str | Link | None = None) -> None:
+                 expert_imbalance: float = 1.0, scale_up: str | Link | None = None,
+                 kv_host_fraction: float = 0.0, kv_host_overlap: float = 0.0) -> None:
         self.model = model if isinstance(model, ModelSpec) else load_model(model)
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
@@ -150,6 +157,12 @@ class StepModel:
             raise ConfigError(f"reserve: must be in [0, 1), got {reserve}")
         if expert_imbalance < 1:
             raise ConfigError(f"expert_imbalance: must be >= 1 (1 = uniform routing), got {expert_imbalance}")
+        for name, v in (("kv_host_fraction", kv_host_fraction), ("kv_host_overlap", kv_host_overlap)):
+            if not 0 <= v <= 1:
+                raise ConfigError(f"{name}: must be within [0, 1], got {v}")
+        self.kv_host_fraction = kv_host_fraction
+        self.kv_host_overlap = kv_host_overlap
+        self.host_bandwidth = self._host_bandwidth() if kv_host_fraction > 0 else np.inf
         self.reserve = reserve
         self.expert_imbalance = expert_imbalance
         self.peak = self.hardware.peak_flops(self.precision.compute)
@@ -172,6 +185,12 @@ class StepModel:
         link = load_link(port.link)
         bw = port.bandwidth.value if port.bandwidth else link.bandwidth.value
         return bw, link.alpha.value, link.id
+
+    def _host_bandwidth(self) -> float:
+        port = self.hardware.host_link
+        if port is None:
+            raise ConfigError(f"kv_host_fraction > 0 needs a host link; {self.hardware.id}'s spec has none")
+        return port.bandwidth.value if port.bandwidth else load_link(port.link).bandwidth.value
 
     # ------------------------------------------------------------------ memory
     @property
@@ -227,6 +246,18 @@ class StepModel:
         return op_time(op.flops, op.bytes, peak, self.bandwidth, eta_c, eta_m, eff.kernel_overhead,
                        op.kernels)
 
+    def _offload(self, op: Op, group, shape: StepShape) -> tuple[Op, np.ndarray]:
+        """Move the host-resident share of a decode attention op's KV bytes to the host link."""
+        from dataclasses import replace
+
+        from .ops import kv_elems_per_token_layer
+
+        attended = np.minimum(shape.context, group.window) if group.window else shape.context
+        kv = (shape.n_decode / self.parallel.dp_attention * attended
+              * kv_elems_per_token_layer(self.model, self.parallel.tp) * self.precision.kv_cache.bytes)
+        host = self.kv_host_fraction * kv
+        return replace(op, bytes=op.bytes - host), host
+
     def breakdown(self, shape: StepShape) -> StepBreakdown:
         """Time parts of one step through all pipeline stages (see module docstring)."""
         par, model, prec = self.parallel, self.model, self.precision
@@ -239,6 +270,10 @@ class StepModel:
             ops += ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
             ops.append(elementwise_op(model, group, par, prec, shape))
             for op in ops:
+                if self.kv_host_fraction > 0 and op.kind == "attention_decode":
+                    op, host_bytes = self._offload(op, group, shape)
+                    exposed = (1.0 - self.kv_host_overlap) * host_bytes / self.host_bandwidth
+                    out.comm["kv_host_read"] = out.comm.get("kv_host_read", 0.0) + group.count * exposed
                 out.add_op(op.op_class, self._op_parts(op), group.count)
             for msg in layer_messages(model, group, par, prec, shape):
                 out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)

@@ -1,0 +1,146 @@
+"""predict(): API, memory fit, parallel layouts, MoE/MLA specifics, KV offload and the CLI contract."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.cli import main
+from perfmodel.core.ops import StepShape
+from perfmodel.testing import make_accelerator, tiny_model
+
+
+def test_vectorised_equals_scalar():
+    vec = pm.predict("llama-3.1-8b", "h100-sxm", isl=[512, 2048], osl=[64, 256], batch=[1, 16])
+    for k in range(2):
+        one = pm.predict("llama-3.1-8b", "h100-sxm", isl=vec.isl[k], osl=vec.osl[k], batch=vec.batch[k])
+        for f in ("ttft_s", "tpot_s", "e2e_s", "kv_bytes_per_device"):
+            assert getattr(vec, f)[k] == pytest.approx(float(getattr(one, f)), rel=1e-12)
+
+
+def test_chunked_evaluation_matches_single_pass(monkeypatch):
+    import perfmodel.core.predict as core_predict
+
+    batch = np.arange(1, 40)
+    ref = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=128, batch=batch)
+    monkeypatch.setattr(core_predict, "CHUNK", 7)
+    chunked = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=128, batch=batch)
+    np.testing.assert_allclose(chunked.tpot_s, ref.tpot_s, rtol=1e-12)
+    np.testing.assert_array_equal(chunked.decode_bound, ref.decode_bound)
+
+
+def test_memory_fit_is_a_flag_with_a_reason_not_an_error():
+    # Llama-3.1-405B in bf16 (~810 GB) on one 80 GB GPU
+    p = pm.predict("llama-3.1-405b", "h100-sxm", tp=1, batch=1)
+    assert not bool(p.fits) and "weights alone" in str(p.fit_reason)
+    assert p.max_batch_at_context == 0
+    # 70B fp8 on 8 GPUs fits; an absurd batch at long context does not, for the KV cache
+    q = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, weights="fp8", isl=32768, osl=1024, batch=[1, 4096])
+    assert q.fits.tolist() == [True, False]
+    assert "KV cache" in q.fit_reason[1]
+    assert 1 < q.max_batch_at_context[0] < 4096
+
+
+def test_kv_bytes_per_device_llama70b_tp8():
+    # 327,680 B/token in bf16 over 80 layers, split over 8 GPUs (8 KV heads -> 1 per GPU)
+    p = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=1000, osl=24, batch=2)
+    assert float(p.kv_bytes_per_device) == pytest.approx(2 * 1024 * 327680 / 8, rel=1e-12)
+
+
+def test_mla_kv_is_replicated_across_tp():
+    sm1 = pm.StepModel("deepseek-v3", "b200", tp=1)
+    sm8 = pm.StepModel("deepseek-v3", "b200", tp=8)
+    # the latent is not split by heads: the replica holds 8 copies with TP8
+    assert sm8.kv_bytes_per_token == pytest.approx(8 * sm1.kv_bytes_per_token, rel=1e-12)
+    assert sm1.kv_bytes_per_token == pytest.approx(70272, rel=1e-12)
+
+
+def test_moe_decode_reads_only_experts_hit():
+    sm = pm.StepModel("deepseek-v3", "b200", tp=8, weights="fp8", efficiency="datasheet")
+    one = sm.breakdown(StepShape.make(n_decode=1, context=1000)).memory["moe"]
+    many = sm.breakdown(StepShape.make(n_decode=512, context=1000)).memory["moe"]
+    # batch 1 touches 8 of 256 experts per layer; batch 512 touches almost all
+    assert float(many) / float(one) > 15
+
+
+def test_sliding_window_layers_cap_kv_and_attention():
+    full = pm.predict("gpt-oss-120b", "h100-sxm", isl=32000, osl=2, batch=1)
+    sm = pm.StepModel("gpt-oss-120b", "h100-sxm")
+    per_seq = sm.kv_bytes_per_token * 32002
+    assert float(full.kv_bytes_per_device) < 0.6 * per_seq  # half the layers hold only 128 tokens
+
+
+def test_invalid_layouts_raise_clear_errors():
+    with pytest.raises(pm.ConfigError, match="tp=3 does not divide"):
+        pm.predict("llama-3.1-8b", "h100-sxm", tp=3)
+    with pytest.raises(pm.ConfigError, match="ep=3 does not divide"):
+        pm.predict("deepseek-v3", "b200", tp=8, ep=3)
+    with pytest.raises(pm.ConfigError, match="dense"):
+        pm.predict("llama-3.1-8b", "h100-sxm", tp=2, ep=2)
+    with pytest.raises(pm.ConfigError, match="batch: must be >= 1"):
+        pm.predict("llama-3.1-8b", "h100-sxm", batch=0)
+    with pytest.raises(pm.ConfigError, match="isl: must be finite"):
+        pm.predict("llama-3.1-8b", "h100-sxm", isl=float("nan"))
+    with pytest.raises(pm.ConfigError, match="whole numbers"):
+        pm.predict("llama-3.1-8b", "h100-sxm", osl=2.5)
+    with pytest.raises(pm.UnknownNameError, match="known: bf16"):
+        pm.predict("llama-3.1-8b", "tpu-v5e", weights="fp4")  # no fp4 peak on v5e
+    with pytest.raises(pm.ConfigError, match="kv_host_fraction"):
+        pm.predict("llama-3.1-8b", "h100-sxm", kv_host_fraction=1.5)
+
+
+def test_kv_offload_frees_memory_and_costs_host_link_time():
+    base = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=8192, osl=1024, batch=32)
+    off = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=8192, osl=1024, batch=32, kv_host_fraction=0.5)
+    assert float(off.kv_bytes_per_device) == pytest.approx(0.5 * float(base.kv_bytes_per_device))
+    assert float(off.max_batch_at_context) >= 2 * float(base.max_batch_at_context) - 1
+    assert float(off.tpot_s) > float(base.tpot_s)
+    hidden = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=8192, osl=1024, batch=32,
+                        kv_host_fraction=0.5, kv_host_overlap=1.0)
+    assert float(hidden.tpot_s) <= float(off.tpot_s)
+
+
+def test_fallback_profile_is_flagged():
+    p = pm.predict("llama-3.1-8b", "a100-sxm", batch=1)
+    rec = p.records()[0]
+    assert rec["efficiency_fallback"] in (True, False)
+    if rec["efficiency"] != "datasheet":
+        assert rec["efficiency_fallback"] is True
+
+
+def test_precision_changes_weights_and_peak():
+    bf16 = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, batch=1)
+    fp8 = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, batch=1, weights="fp8")
+    assert fp8.weights_bytes_per_device < 0.55 * bf16.weights_bytes_per_device
+    assert float(fp8.tpot_s) < float(bf16.tpot_s)
+    int4 = pm.StepModel("llama-3.1-70b", "h100-sxm", tp=8, weights="int4")
+    assert int4.precision.compute == "bf16"  # weight-only int4 computes in bf16
+
+
+def test_user_hardware_and_model_objects():
+    p = pm.predict(tiny_model(), make_accelerator(), batch=[1, 2])
+    assert p.ttft_s.shape == (2,) and np.all(p.tpot_s > 0)
+    assert p.config["hardware"] == "test-gpu"
+
+
+CLI_KEYS = {"batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_user_tokens_per_s",
+            "fits", "weights_bytes_per_device", "kv_bytes_per_device", "decode_bound", "prefill_bound"}
+
+
+def test_cli_predict_json_contract(capsys):
+    rc = main(["predict", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--tp", "8", "--isl", "2048",
+               "--osl", "256", "--batch", "1,8,64", "--weights", "fp8", "--kv-cache", "fp8", "--format", "json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["batch"] for r in rows] == [1, 8, 64]
+    assert CLI_KEYS <= set(rows[0])
+    assert rows[0]["ttft_s"] > 0 and rows[2]["tpot_s"] > rows[0]["tpot_s"]
+
+
+def test_cli_predict_errors_are_one_line(capsys):
+    assert main(["predict", "--model", "llama-3.1-8b", "--hardware", "h100-sxn"]) == 2
+    err = capsys.readouterr().err
+    assert "h100-sxm" in err and "Traceback" not in err
