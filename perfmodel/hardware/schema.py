@@ -17,12 +17,15 @@ A minimal accelerator file::
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+import difflib
+import types
+from collections.abc import Iterator
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import SpecError, unknown_name
-from ..units import to_si
+from ..units import DIMENSIONS, to_si
 
 SCHEMA_VERSION = 1
 
@@ -108,12 +111,13 @@ class MemoryLevel(_Strict):
     bandwidth: Bandwidth
     latency: Time | None = None
 
-    @model_validator(mode="after")
-    def _positive(self) -> MemoryLevel:
-        for name in ("capacity", "bandwidth"):
-            if getattr(self, name).value <= 0:
-                raise ValueError(f"{name} must be > 0")
-        return self
+    @field_validator("capacity", "bandwidth")
+    @classmethod
+    def _positive(cls, fig: Figure) -> Figure:
+        if fig.value <= 0:
+            unit = DIMENSIONS[fig.dimension][0]
+            raise ValueError(f"must be > 0 {unit}, got {fig.value}")
+        return fig
 
 
 MemoryName = Literal["sram", "hbm", "ddr", "host"]
@@ -131,6 +135,15 @@ class Port(_Strict):
     bandwidth: Bandwidth | None = None
     domain: int | None = Field(default=None, ge=1)
     note: str | None = None
+
+    @field_validator("bandwidth")
+    @classmethod
+    def _per_direction(cls, fig: Bandwidth | None) -> Bandwidth | None:
+        if fig is not None and "bidirectional" in fig.basis:
+            raise ValueError("give the per-direction figure (halve a bidirectional total)")
+        if fig is not None and fig.value <= 0:
+            raise ValueError(f"must be > 0 B/s (per direction), got {fig.value}")
+        return fig
 
 
 class Accelerator(_Strict):
@@ -252,6 +265,37 @@ HardwareSpec = Accelerator | Link | System
 KINDS = {"accelerator": Accelerator, "link": Link, "system": System}
 
 
+def iter_figures(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Figure]]:
+    """Yield ``(path, figure)`` for every sourced number in a spec, depth first, in field order.
+
+    Parameters
+    ----------
+    model : BaseModel
+        A spec (:class:`Accelerator`, :class:`Link`, :class:`System`) or any part of one.
+    prefix : str
+        Prepended to each path.
+
+    Yields
+    ------
+    tuple[str, Figure]
+        Dotted path (``"memory.hbm.bandwidth"``, ``"compute.bf16"``, ``"scale_up.bandwidth"``) and
+        the figure there. Port overrides are included; a port's link figures are not (they live in
+        the link's file).
+    """
+    for name in type(model).model_fields:
+        yield from _walk(getattr(model, name), f"{prefix}{name}")
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, Figure]]:
+    if isinstance(value, Figure):
+        yield path, value
+    elif isinstance(value, BaseModel):
+        yield from iter_figures(value, f"{path}.")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}.{key}")
+
+
 def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
     """Validate a mapping (from YAML) into a hardware spec, with readable errors.
 
@@ -262,6 +306,9 @@ def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
     """
     from pydantic import ValidationError
 
+    if data is None:
+        raise SpecError(f"{origin}: the file is empty; expected a mapping with "
+                        f"'kind: accelerator|link|system'")
     if not isinstance(data, dict):
         raise SpecError(f"{origin}: expected a mapping with 'kind: accelerator|link|system', got "
                         f"{type(data).__name__}")
@@ -271,19 +318,75 @@ def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
     try:
         return KINDS[kind].model_validate(data)
     except ValidationError as exc:
-        raise SpecError(f"{origin}: " + format_validation_error(exc)) from None
+        raise SpecError(f"{origin}: " + format_validation_error(exc, KINDS[kind])) from None
 
 
-def format_validation_error(exc: Any) -> str:
-    """Turn a pydantic ValidationError into one line per problem: ``field.path: message``."""
+def _unwrap(annotation: Any) -> Any:
+    """Strip ``Optional[...]`` and ``Annotated[...]`` from a field annotation."""
+    while get_origin(annotation) in (Annotated, Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) != 1 and get_origin(annotation) is not Annotated:
+            return annotation
+        annotation = args[0]
+    return annotation
+
+
+def _allowed_keys(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
+    """Keys allowed in the mapping at ``path`` (a pydantic error location) below ``model``.
+
+    Parameters
+    ----------
+    model : type[BaseModel]
+        The root schema (:class:`Accelerator`, :class:`Link` or :class:`System`).
+    path : tuple
+        Location of the mapping, e.g. ``("memory", "hbm")``; dict keys are stepped over.
+
+    Returns
+    -------
+    list[str]
+        Field names (aliases where set) of the model found there; empty if the path leads elsewhere.
+    """
+    node: Any = model
+    parts = list(path)
+    while parts:
+        if not (isinstance(node, type) and issubclass(node, BaseModel)):
+            return []
+        field = node.model_fields.get(str(parts.pop(0)))
+        if field is None:
+            return []
+        node = _unwrap(field.annotation)
+        if get_origin(node) is dict and parts:
+            parts.pop(0)  # the dict key (e.g. 'hbm' in memory.hbm)
+            node = _unwrap(get_args(node)[1])
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return [f.alias or name for name, f in node.model_fields.items()]
+    return []
+
+
+def _unknown_key_message(key: str, allowed: list[str]) -> str:
+    msg = f"unknown key {key!r} (typo?)"
+    if allowed:
+        near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.7)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        msg += f"{hint}; allowed keys: {', '.join(allowed)}"
+    return msg
+
+
+def format_validation_error(exc: Any, model: type[BaseModel] | None = None) -> str:
+    """Turn a pydantic ValidationError into one line per problem: ``field.path: message``.
+
+    With ``model`` (the root schema), unknown keys are reported with the allowed ones and the closest.
+    """
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"] if p != "value" or len(err["loc"]) == 1)
+        parts = [p for p in err["loc"] if p != "[key]"]
+        loc = ".".join(str(p) for p in parts if p != "value" or len(parts) == 1)
         msg = err["msg"]
         for prefix in ("Value error, ", "Assertion failed, "):
             msg = msg.removeprefix(prefix)
         if err["type"] == "extra_forbidden":
-            msg = f"unknown key {err['loc'][-1]!r} (typo?)"
+            key = str(err["loc"][-1])
+            msg = _unknown_key_message(key, _allowed_keys(model, err["loc"][:-1]) if model else [])
         elif err["type"] in ("literal_error", "enum"):
             msg = f"{msg}; got {err.get('input')!r}"
         elif err["type"] == "missing":
