@@ -1,0 +1,134 @@
+"""Memory budget per device: weights, KV cache and workspace against capacity.
+
+Uses the same accounting as :func:`perfmodel.predict` (see :mod:`perfmodel.core.memory`):
+
+.. math:: M_{used} = W_{device} + KV_{device}(B, L) + A_{workspace} \\le (1 - r)\\,C
+
+and annotates each bar with the largest concurrency that fits at the context length,
+:func:`perfmodel.core.memory.max_sequences`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from ..core.memory import kv_bytes_per_token_device, max_sequences, workspace_bytes
+from ..core.predict import WORKSPACE_TOKENS
+from ..core.step import StepModel
+from .style import CLASS_COLORS, get_axes, styled
+
+_BYTE_UNITS = {"B": 1.0, "MB": 1e6, "GB": 1e9, "TB": 1e12, "GiB": 2.0 ** 30}
+
+Deployments = StepModel | Sequence[StepModel] | Mapping[str, StepModel]
+
+
+def _labelled(deployments: Deployments) -> dict[str, StepModel]:
+    if isinstance(deployments, StepModel):
+        deployments = [deployments]
+    if isinstance(deployments, Mapping):
+        return dict(deployments)
+    out = {}
+    for sm in deployments:
+        out[f"{sm.hardware.id}\n{sm.parallel.label()}, {sm.precision.weights.name}"] = sm
+    return out
+
+
+def memory_table(deployments: Deployments, batch: float = 1.0, context: float = 4096.0) -> pd.DataFrame:
+    """Memory per device of each deployment at ``batch`` sequences of ``context`` tokens [B].
+
+    Parameters
+    ----------
+    deployments : StepModel | sequence of StepModel | mapping of label to StepModel
+        Model replicas on their devices.
+    batch : float
+        Concurrent sequences per replica.
+    context : float
+        Tokens held per sequence (prompt + output so far) [tok].
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: label; columns ``weights_bytes``, ``kv_cache_bytes``, ``workspace_bytes``,
+        ``used_bytes``, ``capacity_bytes``, ``usable_bytes``, ``fits``, ``max_sequences`` (at
+        ``context``, as ``max_batch_at_context`` of :func:`perfmodel.predict`). KV bytes count only
+        the part on the device when the replica keeps a share of its cache in host memory.
+    """
+    rows = {}
+    for label, sm in _labelled(deployments).items():
+        par, prec, mdl = sm.parallel, sm.precision, sm.model
+        on_device = 1.0 - getattr(sm, "kv_host_fraction", 0.0)  # the rest lives in host memory
+        kv = float(on_device * batch / par.dp_attention * kv_bytes_per_token_device(mdl, par, prec, context))
+        work = float(workspace_bytes(mdl, par, prec, min(batch * context, WORKSPACE_TOKENS)))
+        cap = sm.hardware.memory_capacity
+        used = sm.weights_per_device + kv + work
+        rows[label] = {
+            "weights_bytes": sm.weights_per_device, "kv_cache_bytes": kv, "workspace_bytes": work,
+            "used_bytes": used, "capacity_bytes": cap, "usable_bytes": cap * (1.0 - sm.reserve),
+            "fits": used <= cap * (1.0 - sm.reserve),
+            "max_sequences": int(max_sequences(mdl, par, prec, cap, context, sm.reserve, WORKSPACE_TOKENS)
+                                 / max(on_device, 1e-12)),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@styled
+def memory_budget(deployments: Deployments, *, batch: float = 1.0, context: float = 4096.0,
+                  unit: str = "GB", ax: Axes | None = None) -> Axes:
+    """Stacked bars of weights, KV cache and workspace per device, with capacity marks.
+
+    Parameters
+    ----------
+    deployments : StepModel | sequence of StepModel | mapping of label to StepModel
+        Replicas to compare (labels default to ``"<device> <layout>, <weight format>"``).
+    batch : float
+        Concurrent sequences per replica.
+    context : float
+        Tokens per sequence [tok].
+    unit : "GB" | "GiB" | "TB" | "MB" | "B"
+        Unit of the y axis (GB is 10^9 B, GiB 2^30 B).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (a new figure otherwise).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Bars: weights, KV cache, workspace; solid tick: capacity C; dashed tick: usable (1 − r)·C.
+        The text above each bar is the largest concurrency that fits at ``context`` tokens.
+    """
+    if unit not in _BYTE_UNITS:
+        raise ValueError(f"unit: expected one of {sorted(_BYTE_UNITS)}, got {unit!r}")
+    table = memory_table(deployments, batch, context)
+    scale = 1.0 / _BYTE_UNITS[unit]
+    _, ax = get_axes(ax, (max(4.8, 1.5 * len(table) + 2.5), 4.2))
+    x = np.arange(len(table))
+    bottom = np.zeros(len(table))
+    for col, key in (("weights_bytes", "weights"), ("kv_cache_bytes", "kv_cache"),
+                     ("workspace_bytes", "workspace")):
+        vals = table[col].to_numpy(dtype=float) * scale
+        ax.bar(x, vals, bottom=bottom, width=0.6, color=CLASS_COLORS[key], edgecolor="white", lw=0.5)
+        bottom += vals
+    cap = table["capacity_bytes"].to_numpy(dtype=float) * scale
+    usable = table["usable_bytes"].to_numpy(dtype=float) * scale
+    ax.hlines(cap, x - 0.4, x + 0.4, color="black", lw=2.0)
+    ax.hlines(usable, x - 0.4, x + 0.4, color="black", lw=1.2, ls="--")
+    top = np.maximum(cap, bottom)
+    for xi, ti, n in zip(x, top, table["max_sequences"], strict=True):
+        ax.annotate(f"max {n:,} seq per replica\n@ {context:g} tok", (xi, ti), xytext=(0, 4),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, list(table.index))
+    ax.set_ylim(0, top.max() * 1.18)
+    ax.set(ylabel=f"memory per device [{unit}]", xlabel="deployment [-]", title="memory budget per device")
+    handles = [Patch(color=CLASS_COLORS[k], label=lbl) for k, lbl in (
+        ("weights", "weights"), ("kv_cache", f"KV cache ({batch:g} seq × {context:g} tok)"),
+        ("workspace", "workspace"))] + [
+        Line2D([], [], color="black", lw=2.0, label="capacity"),
+        Line2D([], [], color="black", lw=1.2, ls="--", label="usable (after reserve)")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.grid(axis="x", visible=False)
+    return ax

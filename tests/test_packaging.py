@@ -1,0 +1,34 @@
+"""Packaging: every sub-package is listed for the wheel, spec files ship inside it, entry points work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11+")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_subpackage_is_listed_in_pyproject():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "perfmodel").rglob("__init__.py")}
+    found.add("perfmodel.hardware_specs")
+    assert found == listed, f"add to / remove from pyproject packages: {sorted(found ^ listed)}"
+
+
+def test_shipped_specs_are_read_through_the_package():
+    import perfmodel as pm
+
+    ids = {s.id for s in pm.list_hardware()}
+    yaml_files = {p.stem for p in (ROOT / "hardware_specs").rglob("*.yaml")}
+    assert ids == yaml_files
+
+
+def test_python_dash_m_entry_point():
+    out = subprocess.run([sys.executable, "-m", "perfmodel", "hardware", "list", "--kind", "link"],
+                         capture_output=True, text=True, check=True)
+    assert "nvlink4" in out.stdout
