@@ -239,11 +239,15 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
 
 
 def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
-                   s: StepShape) -> Op:
+                   s: StepShape, part: Literal["all", "attention", "ffn"] = "all") -> Op:
     """Norms, residual adds, rotary and activation function of one layer (memory traffic only).
 
-    Two RMSNorms (read + write h each), two residual adds (2 reads + 1 write of h) and the gated
-    activation (read 2·I_local, write I_local): :math:`D = b_a\\,(10h\\,T_a + 3 I_{local} T_{ffn})`.
+    Two fused residual-add + RMSNorm kernels (h term) and the gated activation (read 2·I_local,
+    write I_local): :math:`D = b_a\\,(8h\\,T_a + 3 I_{local} T_{ffn})`.
+
+    ``part`` keeps one side of an attention–FFN split: ``"attention"`` the add + norm traffic (the
+    ``h`` term, 2 kernels), ``"ffn"`` the activation function (the ``I`` term, 1 kernel); ``"all"``
+    (default) is the whole op.
     """
     ab = prec.act_bytes
     t = s.tokens
@@ -254,8 +258,18 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
         assert moe is not None
         act = (t * moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
                + t * moe.shared_intermediate_size / par.group)
-    data = ab * (8.0 * model.hidden_size * t / par.dp_attention + 3.0 * act)
-    return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=3.0 * (t > 0))
+    norm_elems = 8.0 * model.hidden_size * t / par.dp_attention
+    if part == "all":
+        data = ab * (norm_elems + 3.0 * act)
+        return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=3.0 * (t > 0))
+    if part == "attention":
+        data = ab * norm_elems
+        return Op("elementwise_attention", "elementwise", "memory", np.zeros_like(data), data,
+                  kernels=2.0 * (t > 0))
+    if part == "ffn":
+        data = ab * 3.0 * act
+        return Op("elementwise_ffn", "elementwise", "memory", np.zeros_like(data), data, kernels=1.0 * (t > 0))
+    raise ValueError(f"part: expected 'all', 'attention' or 'ffn', got {part!r}")
 
 
 def layer_messages(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,

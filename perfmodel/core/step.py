@@ -82,7 +82,13 @@ class StepBreakdown:
             t = parts.total
             if w != 1.0:
                 t *= w
-            acc = t if acc is None else np.add(acc, t, out=acc if acc.flags.writeable else None)
+            # in place only when shapes already agree (ops may broadcast to a larger shape)
+            if acc is None:
+                acc = t
+            elif acc.shape == np.broadcast_shapes(acc.shape, np.shape(t)) and acc.flags.writeable:
+                acc += t
+            else:
+                acc = acc + t
         return acc if acc is not None else np.zeros(())
 
     @property
@@ -242,7 +248,8 @@ class StepModel:
             eta_c, eta_m = eff.attention_compute, eff.memory
         else:
             eta_c, eta_m = 1.0, eff.memory
-        peak = self.peak if op.kind == "gemm" else self.hardware.peak_flops("bf16")
+        # memory-only ops have no FLOPs: they need no vector peak (SRAM parts may publish only fp8)
+        peak = self.peak if op.kind in ("gemm", "memory") else self.hardware.peak_flops("bf16")
         return op_time(op.flops, op.bytes, peak, self.bandwidth, eta_c, eta_m, eff.kernel_overhead,
                        op.kernels)
 
@@ -295,6 +302,60 @@ class StepModel:
                 if op.kind == "attention_decode":
                     total = total + group.count * self._op_parts(op).total
         return np.asarray(total)
+
+    def breakdown_part(self, shape: StepShape, part: str) -> StepBreakdown:
+        """Time parts of one side of a step, for placing attention and FFN on different pools [s].
+
+        The three parts add up to :meth:`breakdown` (``pp == 1``):
+
+        - ``"attention"``: per layer, the attention projections and core, the MoE router (gating runs
+          next to attention, so the FFN side receives tokens already routed), the add + norm traffic
+          and the attention TP all-reduce;
+        - ``"ffn"``: per layer, the dense FFN or the routed and shared experts, the activation
+          function and the FFN/MoE collectives of this layout (all-reduce, all-gather +
+          reduce-scatter, or dispatch + combine all-to-all);
+        - ``"head"``: the embedding, LM head and sampling once, plus the framework step overhead.
+
+        Parameters
+        ----------
+        shape : StepShape
+            Work of the step (all arrays broadcast together).
+        part : {"attention", "ffn", "head"}
+            Side to keep.
+
+        Raises
+        ------
+        ConfigError
+            ``pp > 1`` (a split places whole layers' halves on pools, not pipeline stages) or an
+            unknown part.
+        """
+        if part not in ("attention", "ffn", "head"):
+            raise ConfigError(f"part: expected 'attention', 'ffn' or 'head', got {part!r}")
+        par, model, prec = self.parallel, self.model, self.precision
+        if par.pp > 1:
+            raise ConfigError(f"breakdown_part needs pp == 1 (got pp={par.pp})")
+        out = StepBreakdown(step_overhead=self.efficiency.step_overhead if part == "head" else 0.0)
+        if part == "head":
+            for op in embedding_head_ops(model, par, prec, shape):
+                out.add_op(op.op_class, self._op_parts(op), 1.0)
+            return out
+        for group in model.layer_groups:
+            ffn = ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
+            if part == "attention":
+                ops = attention_ops(model, group, par, prec, shape) + [o for o in ffn if o.name == "router"]
+            else:
+                ops = [o for o in ffn if o.name != "router"]
+            ops.append(elementwise_op(model, group, par, prec, shape, part=part))
+            for op in ops:
+                if self.kv_host_fraction > 0 and op.kind == "attention_decode":
+                    op, host_bytes = self._offload(op, group, shape)
+                    exposed = (1.0 - self.kv_host_overlap) * host_bytes / self.host_bandwidth
+                    out.comm["kv_host_read"] = out.comm.get("kv_host_read", 0.0) + group.count * exposed
+                out.add_op(op.op_class, self._op_parts(op), group.count)
+            for msg in layer_messages(model, group, par, prec, shape):
+                if (msg.name == "attn_allreduce") == (part == "attention"):
+                    out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)
+        return out
 
     def step_time(self, n_decode=0.0, mean_context=0.0, prefill_tokens=0.0, prefill_past=0.0):
         """Latency of one forward step [s] (numpy broadcasting).

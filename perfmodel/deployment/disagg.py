@@ -1,0 +1,116 @@
+"""Prefill/decode disaggregation: KV-cache transfer and the prefill:decode device ratio.
+
+**KV transfer.** After (or while) the prefill pool fills the KV cache of a prompt of ISL tokens, it is
+sent to the decode-attention pool. Per device the link carries the larger of what a sender sends and
+what a receiver receives, S (see :meth:`DeploymentPlan.kv_send_recv_bytes`):
+
+- ``after_prefill``: all of it after the prefill, exposed: :math:`t_{kv} = \\alpha + S/B`;
+- ``layerwise``: layer l is sent while layers > l are prefilled; with per-layer message
+  :math:`s = \\alpha + S/(L B)` and prefill time per layer :math:`p = T_{pre}/L`, a two-stage pipeline
+  over L layers exposes :math:`t_{kv} = \\max(s,\\; L s - (L-1) p)` beyond the prefill: only the last
+  layer's share when the link keeps up, the shortfall otherwise.
+
+TTFT = prefill time + t_kv: the decode pool emits the first token in most disaggregated servers.
+Where the prefill pool streams it directly, subtract ``kv_transfer_s`` from TTFT.
+
+**Device ratio.** Serving λ requests/s needs :math:`N_p = λ\\,ISL / r_p` prefill devices and
+:math:`N_d = λ\\,(OSL-1) / r_d` decode devices, with r_p the prefill tokens/s per device and r_d
+the decode tokens/s per device, so
+
+.. math:: \\frac{N_p}{N_d} = \\frac{ISL \\cdot r_d}{(OSL - 1)\\, r_p}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..core.roofline import message_time
+from .split import ExchangeLink
+
+
+def kv_transfer_time(bytes_per_device, link: ExchangeLink, layers: int, prefill_time,
+                     mode: str = "after_prefill") -> np.ndarray:
+    """KV-transfer time exposed after the prefill [s] (see the module docstring).
+
+    Parameters
+    ----------
+    bytes_per_device : array_like
+        S [B], the larger of the per-sender and per-receiver bytes.
+    link : ExchangeLink
+        Per-direction, per-device bandwidth B and per-message α.
+    layers : int
+        L.
+    prefill_time : array_like
+        T_pre [s].
+    mode : {"after_prefill", "layerwise"}
+    """
+    s = np.asarray(bytes_per_device, dtype=float)
+    if mode == "after_prefill":
+        return message_time(s, link.bandwidth, link.alpha)
+    if mode != "layerwise":
+        raise ValueError(f"mode: expected 'after_prefill' or 'layerwise', got {mode!r}")
+    per_layer = message_time(s / layers, link.bandwidth, link.alpha)
+    return np.maximum(per_layer, layers * per_layer - (layers - 1) * np.asarray(prefill_time) / layers)
+
+
+@dataclass(frozen=True)
+class PDBalance:
+    """Throughput per device of each phase and the prefill:decode device ratio that balances them.
+
+    Attributes
+    ----------
+    prefill_tokens_per_s_per_device : ndarray
+        r_p: prompt tokens per second per prefill device at ``prefill_batch`` prompts per step.
+    decode_tokens_per_s_per_device : ndarray
+        r_d: output tokens per second per decode device at ``batch`` sequences (split: attention
+        and FFN devices both counted).
+    prefill_to_decode_devices : ndarray
+        N_p / N_d (see the module docstring).
+    """
+
+    isl: np.ndarray
+    osl: np.ndarray
+    batch: np.ndarray
+    prefill_batch: np.ndarray
+    prefill_tokens_per_s_per_device: np.ndarray
+    decode_tokens_per_s_per_device: np.ndarray
+    prefill_to_decode_devices: np.ndarray
+
+    def to_dataframe(self) -> pd.DataFrame:
+        cols = {k: np.ravel(v) for k, v in self.__dict__.items()}
+        n = max(len(v) for v in cols.values())
+        return pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in cols.items()})
+
+
+def pd_balance(deployment, isl, osl, batch, prefill_batch=1) -> PDBalance:
+    """Prefill:decode device ratio that balances throughput for an ISL/OSL mix.
+
+    Parameters
+    ----------
+    deployment : str | dict | Deployment | DeploymentPlan
+        Any deployment; its prefill pool sets r_p, its decode pool(s) r_d.
+    isl, osl, batch : array_like
+        Prompt and output lengths, decoding sequences per decode instance.
+    prefill_batch : array_like
+        Prompts per prefill step on one prefill replica (default 1).
+
+    Returns
+    -------
+    PDBalance
+    """
+    from .predict import _plan, predict_deployment
+
+    plan = _plan(deployment)
+    b, i, o, pb = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(batch, isl, osl, prefill_batch))
+    from ..core.predict import predict
+
+    pre = predict(None, None, isl=i, osl=o, batch=pb, step_model=plan.prefill_sm)
+    r_p = pb * i / pre.ttft_s / plan.prefill_pool.replica_devices
+    dec = predict_deployment(plan, isl=i, osl=o, batch=b)
+    r_d = b / dec.tpot_s / plan.decode_devices
+    with np.errstate(divide="ignore"):
+        ratio = np.where(o > 1, i * r_d / (np.maximum(o - 1.0, 1e-300) * r_p), np.inf)
+    return PDBalance(i, o, b, pb, r_p, r_d, ratio)
