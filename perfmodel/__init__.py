@@ -16,6 +16,16 @@ from .core.efficiency import DATASHEET, Efficiency, load_profile, profile_for
 from .core.predict import Prediction, predict
 from .core.roofline import crossover_tokens, e2e_latency, message_time, offload_pays, roofline_time
 from .core.step import StepModel
+from .deployment import (
+    Deployment,
+    DeploymentPrediction,
+    load_deployment,
+    min_devices_for_weights,
+    offload_analysis,
+    pd_balance,
+    predict_deployment,
+    scaling_curve,
+)
 from .errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
 from .hardware import list_hardware, load_accelerator, load_hardware, load_link
 from .modelspec import ModelSpec, list_models, load_model
@@ -25,7 +35,8 @@ from .units import Q_, to_si, ureg
 __version__ = "0.1.0"
 
 __all__ = [
-    "DATASHEET", "ConfigError", "Efficiency", "ModelSpec", "PerfmodelError", "Precision", "Prediction",
+    "DATASHEET", "ConfigError", "Deployment", "DeploymentPrediction", "load_deployment",
+    "min_devices_for_weights", "offload_analysis", "pd_balance", "predict_deployment", "scaling_curve", "Efficiency", "ModelSpec", "PerfmodelError", "Precision", "Prediction",
     "Q_", "SpecError", "StepModel", "UnitError", "UnknownNameError", "all_gather_time", "all_reduce_time",
     "all_to_all_time", "crossover_tokens", "dtype", "e2e_latency", "list_hardware", "list_models",
     "load_accelerator", "load_hardware", "load_link", "load_model", "load_profile", "message_time",
