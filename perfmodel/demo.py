@@ -46,12 +46,42 @@ def run_demo(scenario: DemoScenario | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+#: The GPU/LPU split of the demo: attention on 8 Rubin GPUs, FFN on LP30 LPUs. Rubin publishes only an
+#: NVFP4 peak and no GPU<->LPU link figures are published: every such number below is an assumption,
+#: printed by ``perfmodel demo`` and sensitivity-tested in docs/placement.md.
+SPLIT_ASSUMPTIONS = {
+    "rubin fp8 / bf16 dense peak": "25 / 12.5 PFLOP/s (assumed: NVFP4 50 PF / 2 and / 4)",
+    "gpu<->lpu link": "200 GB/s per direction per GPU, alpha 5 us per message (assumed)",
+    "lp30 count": "enough SRAM for the FFN weights at the weight format, plus 10 % reserve",
+}
+
+
+def split_deployment(sc: DemoScenario) -> dict:
+    """The demo's GPU/LPU attention–FFN split as a deployment mapping."""
+    from .deployment import min_devices_for_weights
+
+    lpus = int(min_devices_for_weights(sc.model, "groq-lp30", sc.weights, part="ffn", reserve=0.10))
+    return {
+        "schema_version": 1, "kind": "deployment", "name": f"8 Rubin + {lpus} LP30 split",
+        "model": sc.model, "precision": {"weights": sc.weights, "kv_cache": sc.kv_cache},
+        "pools": {
+            "gpu": {"hardware": "rubin", "count": 8, "tp": 8,
+                    "assumed_compute": {"fp8": "25 PFLOP/s", "bf16": "12.5 PFLOP/s"}},
+            "lpu": {"hardware": "groq-lp30", "count": lpus, "reserve": 0.10, "efficiency": "datasheet",
+                    "collective_alpha": "3 us"},
+        },
+        "placement": {"prefill": "gpu", "decode_attention": "gpu", "decode_ffn": "lpu"},
+        "links": {"gpu-lpu": {"bandwidth": "200 GB/s", "alpha": "5 us"}},
+    }
+
+
 def _split_rows(sc: DemoScenario) -> list[pd.DataFrame]:
-    try:
-        from .deployment import demo_split_frame  # provided by the placement package
-    except ImportError:
-        return []
-    return [demo_split_frame(sc)]
+    from .deployment import load_deployment, predict_deployment
+
+    dep = load_deployment(split_deployment(sc))
+    df = predict_deployment(dep, isl=sc.isl, osl=sc.osl, batch=list(sc.batches)).to_dataframe()
+    df.insert(0, "deployment", f"GPU/LPU split ({dep.name})")
+    return [df]
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:

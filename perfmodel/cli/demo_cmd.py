@@ -14,7 +14,7 @@ def register(sub) -> None:
 def run(args) -> int:
     import pandas as pd
 
-    from ..demo import DemoScenario, run_demo, summary_table, write_outputs
+    from ..demo import SPLIT_ASSUMPTIONS, DemoScenario, run_demo, summary_table, write_outputs
 
     t0 = time.perf_counter()
     sc = DemoScenario()
@@ -25,6 +25,7 @@ def run(args) -> int:
           "efficiencies: calibrated profiles (fallbacks flagged in comparison.csv).")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary_table(df).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print("GPU/LPU split assumptions: " + "; ".join(f"{k}: {v}" for k, v in SPLIT_ASSUMPTIONS.items()))
     paths = write_outputs(df, args.out)
     print(f"\nwrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - t0:.1f} s")
     return 0
