@@ -1,0 +1,263 @@
+"""``perfmodel simulate`` and ``perfmodel max-load``: serving under load with continuous batching.
+
+Examples::
+
+    perfmodel simulate --model llama-3.1-8b --hardware h100-sxm --tp 1 --isl 1024 --osl 256 \\
+        --arrival-rate 4 --requests 2000 --slo-ttft 2s --slo-tpot 50ms --seed 1 --format json
+    perfmodel max-load --model llama-3.1-8b --hardware h100-sxm --isl 1024 --osl 256 \\
+        --slo-ttft 2s --slo-tpot 50ms --target 0.95 --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from ..errors import ConfigError
+from .output import add_format_arg, format_table, print_json
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and hardware (a perfmodel.core.step.StepModel per replica)")
+    g.add_argument("--model", help="model id, HF repo id or config.json path")
+    g.add_argument("--hardware", help="accelerator or system id, or spec YAML path")
+    g.add_argument("--tp", type=int, default=1, help="tensor parallelism per replica (default 1)")
+    g.add_argument("--pp", type=int, default=1, help="pipeline stages per replica (default 1)")
+    g.add_argument("--ep", type=int, default=1, help="expert parallelism per replica (default 1)")
+    g.add_argument("--weights", default="bf16", help="weight format (default bf16)")
+    g.add_argument("--kv-cache", default="bf16", help="KV-cache format (default bf16)")
+    g.add_argument("--deployment", help="deployment YAML (aggregated or prefill/decode pools) instead of "
+                                        "--model/--hardware")
+    g = p.add_argument_group("engine and replicas")
+    g.add_argument("--engine", default="vllm",
+                   help="engine profile: vllm (default), vllm-2k, sglang, trtllm or a YAML path")
+    g.add_argument("--engine-set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
+    g.add_argument("--replicas", type=int, default=None, help="replicas behind the router (default 1)")
+    g.add_argument("--router", default="least_loaded",
+                   choices=("least_loaded", "least-loaded", "round_robin", "round-robin", "random"),
+                   help="routing of arrivals to replicas (default least_loaded)")
+    g = p.add_argument_group("workload (flags override --workload)")
+    g.add_argument("--workload", help="workload YAML (see workloads/)")
+    g.add_argument("--isl", type=int, help="input tokens per request (fixed)")
+    g.add_argument("--osl", type=int, help="output (answer) tokens per request (fixed)")
+    g.add_argument("--reasoning-tokens", type=int, help="reasoning tokens before the answer (fixed)")
+    load = g.add_mutually_exclusive_group()
+    load.add_argument("--arrival-rate", type=float, help="open loop: Poisson arrivals per second")
+    load.add_argument("--concurrency", type=int, help="closed loop: clients with one request each")
+    g.add_argument("--burstiness", type=float, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
+    g.add_argument("--think-time", help="closed loop: pause between a response and the next request, e.g. 1s")
+    g.add_argument("--requests", type=int, help="requests to send (default: workload's, else 1000)")
+    g.add_argument("--horizon", help="stop at this simulated time, e.g. 600s (unfinished = in_flight)")
+    g.add_argument("--timeout", help="cancel a request without a first token after this long, e.g. 20s")
+    g = p.add_argument_group("SLO (joint: a request meets it if every limit holds)")
+    g.add_argument("--slo-ttft", help="TTFT limit, e.g. 2s")
+    g.add_argument("--slo-tpot", help="TPOT limit, e.g. 50ms")
+    g.add_argument("--slo-e2e", help="end-to-end limit, e.g. 30s")
+    g.add_argument("--slo-target", type=float, help="attainment target, e.g. 0.95 (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--warmup", type=float, default=0.0, help="fraction of earliest requests left out of "
+                                                             "the statistics (default 0)")
+    add_format_arg(p)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="simulate serving under load (continuous batching, SLO, goodput)",
+                       description="Discrete-event simulation of continuous batching on one or more "
+                                   "replicas: percentiles of TTFT (with queueing), TPOT and E2E, "
+                                   "throughput, joint SLO attainment and goodput.")
+    _common(p)
+    p.set_defaults(func=run_simulate)
+    q = sub.add_parser("max-load", help="highest arrival rate or concurrency meeting an SLO target",
+                       description="Bisection over simulations (cached) for the largest load whose joint "
+                                   "SLO attainment is at least --target; prints the load-latency curve.")
+    _common(q)
+    q.add_argument("--target", type=float, default=None, help="attainment target (default: SLO's, 0.95)")
+    q.add_argument("--search", choices=("rate", "concurrency"), default=None,
+                   help="what to search (default: concurrency if --concurrency is given or the "
+                        "workload is closed loop, else rate)")
+    q.add_argument("--rel-tol", type=float, default=0.02, help="relative width of the final rate bracket")
+    q.add_argument("--max-simulations", type=int, default=30, help="upper bound on simulations")
+    q.set_defaults(func=run_max_load)
+
+
+# ----------------------------------------------------------------------------------------------
+# building the inputs
+
+
+def _engine(args):
+    from ..serving import load_engine
+
+    overrides: dict[str, Any] = {}
+    for item in args.engine_set:
+        if "=" not in item:
+            raise ConfigError(f"--engine-set: expected FIELD=VALUE, got {item!r}")
+        key, value = (s.strip() for s in item.split("=", 1))
+        overrides[key.replace("-", "_")] = _scalar(value)
+    return load_engine(args.engine, **overrides)
+
+
+def _scalar(text: str) -> Any:
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _model(args) -> tuple[Any, int]:
+    if args.deployment:
+        from ..serving.from_deployment import pools_from_deployment
+
+        model, replicas = pools_from_deployment(args.deployment)
+        return model, args.replicas or replicas
+    if not args.model or not args.hardware:
+        raise ConfigError("--model and --hardware are required (or --deployment FILE)")
+    try:
+        from ..core.step import StepModel
+    except ImportError as exc:
+        raise ConfigError(f"the step model (perfmodel.core.step) is not available: {exc}") from None
+    return StepModel(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, weights=args.weights,
+                     kv_cache=args.kv_cache), args.replicas or 1
+
+
+def _workload(args, placeholder: str | None = None):
+    """The workload from --workload and the flags; ``placeholder`` ("rate" or "concurrency") supplies a
+    load when none is given (max-load searches it anyway)."""
+    from ..serving import Workload, load_workload
+
+    if args.workload:
+        w = load_workload(args.workload)
+    else:
+        missing = [f for f in ("isl", "osl") if getattr(args, f) is None]
+        if missing:
+            raise ConfigError(f"--{' and --'.join(missing)} required without --workload FILE")
+        rate, conc = args.arrival_rate, args.concurrency
+        if rate is None and conc is None:
+            if placeholder is None:
+                raise ConfigError("give --arrival-rate R (open loop, requests/s) or --concurrency C "
+                                  "(closed loop), or --workload FILE")
+            rate, conc = (1.0, None) if placeholder == "rate" else (None, 8)
+        w = Workload.fixed(args.isl, args.osl, rate=rate, concurrency=conc, cv=args.burstiness or 1.0,
+                           name="cli")
+    changes: dict[str, Any] = {}
+    for flag, field in (("isl", "isl"), ("osl", "osl"), ("reasoning_tokens", "reasoning_tokens"),
+                        ("timeout", "timeout"), ("requests", "requests"), ("horizon", "horizon")):
+        v = getattr(args, flag)
+        if v is not None:
+            changes[field] = v
+    if changes:
+        w = w.replace(**changes)
+    if args.workload and (args.arrival_rate is not None or args.concurrency is not None):
+        w = w.with_load(rate=args.arrival_rate, concurrency=args.concurrency)
+    a = w.arrival
+    if args.burstiness is not None and a.process in ("poisson", "gamma"):
+        w = w.replace(arrival={**a.model_dump(), "process": "gamma", "cv": args.burstiness})
+    if args.think_time is not None:
+        if not w.is_closed_loop:
+            raise ConfigError("--think-time: only for a closed loop (--concurrency)")
+        w = w.replace(arrival={**w.arrival.model_dump(), "think_time": args.think_time})
+    slo = dict(w.slo.model_dump()) if w.slo is not None else {}
+    for flag, field in (("slo_ttft", "ttft"), ("slo_tpot", "tpot"), ("slo_e2e", "e2e"),
+                        ("slo_target", "target")):
+        v = getattr(args, flag)
+        if v is not None:
+            slo[field] = v
+    if slo:
+        w = w.replace(slo=slo)
+    return w
+
+
+def _progress():
+    """A carriage-return progress bar on stderr, only on a terminal and after one second."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    t0 = time.perf_counter()
+    shown = [False]
+
+    def update(frac: float) -> None:
+        if time.perf_counter() - t0 < 1.0:
+            return
+        n = int(30 * min(max(frac, 0.0), 1.0))
+        sys.stderr.write(f"\r[{'#' * n}{'.' * (30 - n)}] {100 * frac:5.1f}%")
+        sys.stderr.flush()
+        shown[0] = True
+
+    def done() -> None:
+        if shown[0]:
+            sys.stderr.write("\r" + " " * 45 + "\r")
+            sys.stderr.flush()
+
+    return update, done
+
+
+def _router(name: str) -> str:
+    return name.replace("-", "_")
+
+
+# ----------------------------------------------------------------------------------------------
+# commands
+
+
+def run_simulate(args) -> int:
+    from ..serving import simulate
+
+    eng = _engine(args)
+    w = _workload(args)
+    model, replicas = _model(args)
+    update, done = _progress()
+    try:
+        res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router),
+                       seed=args.seed, progress=update)
+    finally:
+        done()
+    s = res.summary(warmup=args.warmup)
+    out = {**s, "workload": w.model_dump(mode="json", exclude={"description"}),
+           "engine": {**eng.model_dump(), "defaults": eng.defaults_table()},
+           "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,
+           "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"]}
+    if args.format == "json":
+        print_json(out)
+        return 0
+    print(res._title())
+    print(f"engine {eng.name}: policy={eng.policy}, chunked_prefill={eng.chunked_prefill}, "
+          f"max_num_batched_tokens={eng.max_num_batched_tokens}, max_num_seqs={eng.max_num_seqs}, "
+          f"step_overhead={eng.step_overhead:g} s, seq_overhead={eng.seq_overhead:g} s")
+    keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
+            "throughput_output_tokens_per_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
+            "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
+            "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
+    print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
+    return 0
+
+
+def run_max_load(args) -> int:
+    from ..serving import max_load
+
+    eng = _engine(args)
+    guess = args.search or ("concurrency" if args.concurrency is not None else "rate")
+    w = _workload(args, placeholder=guess)
+    mode = args.search or ("concurrency" if w.is_closed_loop else "rate")
+    model, replicas = _model(args)
+    start = args.arrival_rate if mode == "rate" else args.concurrency
+    found = max_load(model, w, target=args.target, mode=mode, engine=eng, replicas=replicas,
+                     router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
+                     max_simulations=args.max_simulations, warmup=args.warmup)
+    out = {**found.as_dict(), "engine": {**eng.model_dump(), "defaults": eng.defaults_table()},
+           "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed}
+    if args.format == "json":
+        print_json(out)
+        return 0
+    key = "max_arrival_rate" if mode == "rate" else "max_concurrency"
+    print(f"{key}: {found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
+          f"{found.simulations} simulations)")
+    cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
+            "tpot_p95_s", "cancelled"]
+    print(format_table(found.curve, cols))
+    return 0

@@ -1,0 +1,176 @@
+"""Highest load that still meets an SLO: :func:`max_load`.
+
+Attainment of a joint SLO falls as load rises (more queueing, more interference). The search brackets
+the largest load whose attainment is at least the target — doubling or halving from a first guess —
+then bisects; every simulation is cached by load and reused, all with the same seed (common random
+numbers: the same request lengths at every load), and the step tables are shared between them. The
+simulated points form the load–latency curve that is returned with the answer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from ._spec import validate
+from .engine import EngineProfile, load_engine
+from .protocol import resolve_step_model
+from .simulator import Disaggregated, simulate
+from .steady_state import steady_state
+from .workload import SLO, Workload, load_workload
+
+_CURVE_KEYS = ("slo_attainment", "goodput_rps", "throughput_rps", "throughput_output_tokens_per_s",
+               "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s", "tpot_p95_s", "tpot_p99_s",
+               "e2e_p95_s", "completed", "cancelled", "rejected", "in_flight")
+
+
+@dataclass
+class LoadSearch:
+    """Outcome of :func:`max_load`.
+
+    Attributes
+    ----------
+    mode : {"rate", "concurrency"}
+        Open-loop arrival rate [requests/s] or closed-loop concurrency was searched.
+    max_load : float
+        Highest load found with attainment >= target (0 if even the smallest tried fails).
+    target : float
+        Attainment target.
+    attainment : float
+        Attainment at ``max_load``.
+    curve : list[dict]
+        One row per simulated load (sorted): load and the summary metrics.
+    simulations : int
+        Simulations run.
+    """
+
+    mode: str
+    max_load: float
+    target: float
+    attainment: float
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    simulations: int = 0
+
+    def to_dataframe(self):
+        """The load–latency curve as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.curve)
+
+    def as_dict(self) -> dict[str, Any]:
+        key = "max_arrival_rate" if self.mode == "rate" else "max_concurrency"
+        return {key: self.max_load, "target": self.target, "attainment_at_max": self.attainment,
+                "simulations": self.simulations, "curve": self.curve}
+
+
+def _first_guess(model: Any, w: Workload, eng: EngineProfile, replicas: int, mode: str) -> float:
+    """Load where the steady state of each replica is half-way to its concurrency limit."""
+    try:
+        isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean  # type: ignore[union-attr]
+        if isinstance(model, Disaggregated):
+            model = model.decode
+        c = max(1.0, min(64.0, eng.max_num_seqs / 4))
+        ss = steady_state(model, c, isl, osl, engine=eng)
+        if mode == "concurrency":
+            return float(c * replicas)
+        return max(float(ss.throughput_rps) * replicas, 1e-3)
+    except Exception:  # any model error: fall back to a plain start
+        return 8.0 if mode == "concurrency" else 1.0
+
+
+def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict | None = None, *,
+             target: float | None = None, mode: str | None = None,
+             engine: EngineProfile | str | None = "vllm", replicas: int = 1,
+             router: str = "least_loaded", seed: int = 0, requests: int | None = None,
+             horizon: float | None = None, start: float | None = None, rel_tol: float = 0.02,
+             max_simulations: int = 30, warmup: float = 0.0, step_table: str = "table") -> LoadSearch:
+    """Largest arrival rate (open loop) or concurrency (closed loop) meeting the SLO target.
+
+    Parameters
+    ----------
+    step_model, workload, engine, replicas, router, seed, requests, horizon, step_table
+        As for :func:`perfmodel.serving.simulate`; the workload's load is replaced by each trial load.
+    slo : SLO | dict | None
+        Objective (default: the workload's); must set at least one limit.
+    target : float | None
+        Attainment target (default: the SLO's ``target``, e.g. 0.95).
+    mode : {"rate", "concurrency"} | None
+        What to search; default: the workload's kind (closed loop -> concurrency).
+    start : float | None
+        First load to try (default: from :func:`steady_state`).
+    rel_tol : float
+        Stop bisecting a rate when the bracket is narrower than this fraction (concurrency: 1 client).
+    max_simulations : int
+        Upper bound on simulations.
+    warmup : float
+        Fraction of earliest requests left out of each attainment.
+
+    Returns
+    -------
+    LoadSearch
+        ``max_load``, the attainment there and the load–latency curve.
+    """
+    w = load_workload(workload)
+    if slo is not None:
+        w = w.replace(slo=validate(SLO, slo, "slo") if isinstance(slo, dict) else slo)
+    if w.slo is None or not w.slo.limits():
+        raise ConfigError("max_load: an SLO with at least one limit (ttft, tpot, e2e, ttfat) is required")
+    goal = float(target if target is not None else w.slo.target)
+    if not 0 < goal <= 1:
+        raise ConfigError(f"target: an attainment fraction in (0, 1], got {target!r}")
+    mode = mode or ("concurrency" if w.is_closed_loop else "rate")
+    if mode not in ("rate", "concurrency"):
+        raise ConfigError(f"mode: expected 'rate' or 'concurrency', got {mode!r}")
+    eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
+    model = step_model if isinstance(step_model, Disaggregated) else resolve_step_model(step_model)
+    cache: dict[float, dict[str, Any]] = {}
+    timers: dict = {}
+
+    def norm(x: float) -> float:
+        return float(max(1, round(x))) if mode == "concurrency" else float(x)
+
+    def attain(x: float) -> float:
+        x = norm(x)
+        if x not in cache:
+            wl = w.with_load(rate=x) if mode == "rate" else w.with_load(concurrency=int(x))
+            res = simulate(model, wl, engine=eng, replicas=replicas, router=router, seed=seed,
+                           requests=requests, horizon=horizon, step_table=step_table, timer_cache=timers)
+            cache[x] = res.summary(warmup=warmup)
+        return cache[x]["slo_attainment"]
+
+    x = norm(start if start is not None else _first_guess(model, w, eng, replicas, mode))
+    lo, hi = None, None
+    if attain(x) >= goal:
+        lo = x
+        while len(cache) < max_simulations:
+            x = norm(x * 2)
+            if attain(x) >= goal:
+                lo = x
+            else:
+                hi = x
+                break
+    else:
+        hi = x
+        while len(cache) < max_simulations and (mode == "rate" and x > 1e-6 or x > 1):
+            x = norm(x / 2)
+            if attain(x) >= goal:
+                lo = x
+                break
+            hi = x
+    while lo is not None and hi is not None and len(cache) < max_simulations:
+        if (mode == "concurrency" and hi - lo <= 1) or (mode == "rate" and (hi - lo) <= rel_tol * hi):
+            break
+        mid = norm(math.sqrt(lo * hi) if hi > 2 * lo else 0.5 * (lo + hi))
+        if mid in (lo, hi):
+            break
+        if attain(mid) >= goal:
+            lo = mid
+        else:
+            hi = mid
+    curve = [{"load": k, **{c: v.get(c) for c in _CURVE_KEYS}} for k, v in sorted(cache.items())]
+    best = lo if lo is not None else 0.0
+    return LoadSearch(mode=mode, max_load=int(best) if mode == "concurrency" else best, target=goal,
+                      attainment=cache[best]["slo_attainment"] if best in cache else float("nan"),
+                      curve=curve, simulations=len(cache))

@@ -1,0 +1,412 @@
+"""Discrete-event simulation of LLM serving under load: :func:`simulate`.
+
+The event loop advances, in time order, (a) external events from a heap — arrivals, first-token
+timeouts, KV transfers between P/D pools — and (b) each replica's planned step or run of decode steps
+(:mod:`perfmodel.serving.scheduler`). Its cost is O(events + prefill steps), not O(tokens).
+
+Clock and definitions (all per request, seconds): arrival t0; ``sched`` = start of the first step that
+computes any of its prompt (queueing delay = sched − t0); first token t1 = end of the step that computes
+its last prompt chunk (TTFT = t1 − t0 includes queueing; P/D adds the KV transfer); last token tN;
+TPOT = (tN − t1)/(N − 1) for N output tokens (reasoning + answer); E2E = tN − t0. Network and
+tokenisation time are not modelled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..units import to_si
+from .engine import EngineProfile, load_engine
+from .protocol import StepModelLike, resolve_step_model
+from .result import SimulationResult
+from .scheduler import Replica
+from .state import CANCELLED, DONE, IN_FLIGHT, PREFILL, REJECTED, TRANSFER, WAITING, RequestTable
+from .steptable import StepTimer
+from .workload import SLO, Workload, interarrivals, load_workload, read_trace, sample_lengths
+
+ARRIVAL, TIMEOUT, XFER = 0, 1, 2
+ROUTERS = ("least_loaded", "round_robin", "random")
+#: Requests simulated when neither ``requests`` nor ``horizon`` is given (here or in the workload).
+DEFAULT_REQUESTS = 1000
+
+
+@dataclass(frozen=True)
+class Disaggregated:
+    """Prefill/decode disaggregation: two pools with their own step models and engines.
+
+    Prefill replicas run prompts only (prefill-only steps); a request's KV cache then travels to a
+    decode replica in ``alpha + isl · kv_bytes_per_token / bandwidth`` seconds (prefill pool's bytes per
+    token; transfers do not contend with each other). The first token reaches the client when the
+    transfer completes.
+
+    Attributes
+    ----------
+    prefill, decode : StepModelLike | Mapping
+        Step models (or ``StepModel`` keyword arguments) of one replica of each pool.
+    prefill_replicas, decode_replicas : int
+        Replicas per pool.
+    link_bandwidth : float | str
+        Bandwidth of one transfer [B/s]; default "50 GB/s" (one 400 Gb/s NIC; an assumption).
+    link_alpha : float | str
+        Fixed latency of one transfer [s]; default "20 us" (an assumption).
+    prefill_engine, decode_engine : EngineProfile | str | None
+        Engines of the pools (default: the ``engine`` given to :func:`simulate`).
+    """
+
+    prefill: Any
+    decode: Any
+    prefill_replicas: int = 1
+    decode_replicas: int = 1
+    link_bandwidth: Any = "50 GB/s"
+    link_alpha: Any = "20 us"
+    prefill_engine: Any = None
+    decode_engine: Any = None
+
+
+def make_timer(model: StepModelLike, engine: EngineProfile, max_context: int, max_prefill: int,
+               mode: str, cache: dict | None) -> StepTimer:
+    """A :class:`StepTimer`, reused from ``cache`` when it covers the needed context."""
+    key = (id(model), id(engine), mode)
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None and hit.max_context >= max_context and hit.max_prefill >= max_prefill:
+            return hit
+    timer = StepTimer(model, engine, max_context, mode=mode, max_prefill=max_prefill)
+    if cache is not None:
+        cache[key] = timer
+    return timer
+
+
+class _Sim:
+    """State and event loop of one simulation run (internal)."""
+
+    def __init__(self, workload: Workload, n_requests: int | None, horizon: float, seed: int,
+                 router: str) -> None:
+        self.w = workload
+        self.req = RequestTable()
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.seq = 0
+        self.pending_cancels = 0
+        self.horizon = horizon
+        self.n_limit = n_requests
+        self.closed = workload.is_closed_loop
+        self.think = workload.arrival.think_time
+        self.timeout = workload.timeout
+        self.max_queue = workload.max_queue
+        seeds = np.random.SeedSequence(seed).spawn(3)
+        self.rng_len = np.random.default_rng(seeds[0])
+        self.rng_arr = np.random.default_rng(seeds[1])
+        self.rng_route = np.random.default_rng(seeds[2])
+        self.router = router
+        self.rr = 0
+        self.issued = 0
+        self.n_arrived = 0
+        self.front: list[Replica] = []
+        self.back: list[Replica] = []
+        self.replicas: list[Replica] = []
+        self.kv_bytes_prefill = 0.0
+        self.link_bw = math.inf
+        self.link_alpha = 0.0
+
+    # -- events -----------------------------------------------------------------------------
+    def push(self, t: float, kind: int, rid: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, rid))
+
+    def _route(self, pool: list[Replica]) -> Replica:
+        n = len(pool)
+        if n == 1:
+            return pool[0]
+        if self.router == "round_robin":
+            self.rr += 1
+            return pool[(self.rr - 1) % n]
+        if self.router == "random":
+            return pool[int(self.rng_route.integers(n))]
+        start = self.rr % n
+        self.rr += 1
+        best, key = pool[start], pool[start].load()
+        for i in range(1, n):
+            r = pool[(start + i) % n]
+            k = r.load()
+            if k < key:
+                best, key = r, k
+        return best
+
+    def _arrive(self, rid: int, t: float) -> None:
+        R = self.req
+        R.arrival[rid] = t
+        self.n_arrived = max(self.n_arrived, rid + 1)
+        rep = self._route(self.front)
+        R.replica[rid] = rep.idx
+        if not rep.fits_ever(rid) or (self.back and not self.back[0].fits_ever(rid)):
+            self.finished(rid, t, REJECTED)
+            return
+        if self.max_queue is not None and rep.n_wait >= self.max_queue:
+            self.finished(rid, t, REJECTED)
+            return
+        if self.timeout is not None:
+            R.deadline[rid] = t + self.timeout
+            self.push(t + self.timeout, TIMEOUT, rid)
+        rep.enqueue(rid, t)
+
+    def _timeout(self, rid: int, t: float) -> None:
+        R = self.req
+        if R.status[rid] != IN_FLIGHT or (R.first[rid] == R.first[rid] and R.first[rid] <= t):
+            return
+        where = R.where[rid]
+        if where == WAITING:
+            self.replicas[R.replica[rid]].cancel_waiting()
+            R.where[rid] = DONE
+        elif where == PREFILL:
+            self.pending_cancels += 1
+        R.first[rid] = math.nan
+        self.finished(rid, t, CANCELLED)
+
+    def _transfer_done(self, rid: int, t: float) -> None:
+        R = self.req
+        if R.status[rid] != IN_FLIGHT:
+            return
+        rep = self._route(self.back)
+        R.direct[rid] = True
+        rep.enqueue(rid, t)
+
+    # -- callbacks from replicas --------------------------------------------------------------
+    def finished(self, rid: int, t: float, status: int) -> None:
+        R = self.req
+        R.status[rid] = status
+        R.finish[rid] = t
+        if self.closed:
+            self._issue(t + self.think)
+
+    def prefilled(self, rid: int, t: float) -> None:
+        """A prefill-pool replica produced the first token of ``rid`` at ``t``; start the KV transfer."""
+        R = self.req
+        if R.gen[rid] >= R.out[rid]:
+            R.first[rid] = t
+            self.finished(rid, t, 0)
+            return
+        dt = self.link_alpha + R.pf_target[rid] * self.kv_bytes_prefill / self.link_bw
+        R.first[rid] = t + dt
+        R.where[rid] = TRANSFER
+        self.push(t + dt, XFER, rid)
+
+    # -- load generation --------------------------------------------------------------------------
+    def _ensure(self, n: int) -> None:
+        R = self.req
+        if R.n >= n:
+            return
+        k = max(n - R.n, min(max(R.n, 256), 1 << 16))
+        isl, osl, rea = sample_lengths(self.w, k, self.rng_len)
+        R.extend(isl, osl, rea)
+
+    def _issue(self, t: float) -> None:
+        if (self.n_limit is not None and self.issued >= self.n_limit) or t > self.horizon:
+            return
+        rid = self.issued
+        self.issued += 1
+        self._ensure(rid + 1)
+        self.push(t, ARRIVAL, rid)
+
+    def generate_load(self) -> None:
+        w, R = self.w, self.req
+        a = w.arrival
+        if a.process == "closed":
+            n0 = a.concurrency if self.n_limit is None else min(a.concurrency, self.n_limit)
+            for k in range(n0):
+                self._issue(k * a.ramp_up / n0)
+            return
+        if a.process == "trace":
+            tr = read_trace(w)
+            t = tr["arrival_s"]
+            n = len(t) if self.n_limit is None else min(len(t), self.n_limit)
+            t = t[:n]
+            n = int(np.searchsorted(t, self.horizon, side="right"))
+            isl, osl, rea = sample_lengths(w, n, self.rng_len)
+            isl = tr["isl"][:n] if "isl" in tr else isl
+            osl = tr["osl"][:n] if "osl" in tr else osl
+            rea = tr["reasoning_tokens"][:n] if "reasoning_tokens" in tr else rea
+            osl = np.where(osl + rea < 1, 1, osl)
+            R.extend(np.maximum(isl, 1), osl, rea, t[:n])
+        else:
+            if self.n_limit is not None:
+                gaps = interarrivals(a, self.n_limit, self.rng_arr)
+                t = np.concatenate(([0.0], np.cumsum(gaps[:-1])))
+                t = t[: int(np.searchsorted(t, self.horizon, side="right"))]
+            else:
+                chunks, end = [], 0.0
+                while end <= self.horizon:
+                    g = interarrivals(a, max(1024, int(a.rate * self.horizon * 0.2)), self.rng_arr)
+                    c = end + np.concatenate(([0.0], np.cumsum(g[:-1])))
+                    chunks.append(c)
+                    end = c[-1] + g[-1]
+                t = np.concatenate(chunks)
+                t = t[: int(np.searchsorted(t, self.horizon, side="right"))]
+            isl, osl, rea = sample_lengths(w, len(t), self.rng_len)
+            R.extend(isl, osl, rea, t)
+        self.issued = R.n
+        for rid in range(R.n):
+            self.heap.append((R.arrival[rid], rid, ARRIVAL, rid))
+        self.seq = R.n
+        heapq.heapify(self.heap)
+
+    # -- main loop ---------------------------------------------------------------------------------
+    def run(self, progress: Callable[[float], None] | None = None) -> int:
+        heap, reps = self.heap, self.replicas
+        horizon = self.horizon
+        inf = math.inf
+        it = 0
+        while True:
+            te = heap[0][0] if heap else inf
+            best, tr = None, inf
+            for rep in reps:
+                if rep.plan_end < tr:
+                    best, tr = rep, rep.plan_end
+            if te <= tr:
+                if te > horizon or te == inf:
+                    break
+                t, _, kind, rid = heapq.heappop(heap)
+                if kind == ARRIVAL:
+                    self._arrive(rid, t)
+                elif kind == TIMEOUT:
+                    self._timeout(rid, t)
+                else:
+                    self._transfer_done(rid, t)
+            else:
+                if tr > horizon:
+                    break
+                best.commit()
+            it += 1
+            if progress is not None and it % 4096 == 0:
+                progress(self._fraction(min(te, tr)))
+        if math.isfinite(horizon):
+            for rep in reps:
+                if rep.busy:
+                    rep.commit(upto=horizon)
+        return it
+
+    def _fraction(self, t: float) -> float:
+        if math.isfinite(self.horizon):
+            return min(t / self.horizon, 1.0)
+        done = sum(1 for s in self.req.status if s != IN_FLIGHT)
+        return done / max(self.n_limit or 1, 1)
+
+
+def _engine(e: Any) -> EngineProfile:
+    return e if isinstance(e, EngineProfile) else load_engine(e)
+
+
+def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Workload | str | dict,
+             *, engine: EngineProfile | str | dict | None = "vllm", replicas: int = 1,
+             router: str = "least_loaded", seed: int = 0, requests: int | None = None,
+             horizon: float | str | None = None, slo: SLO | dict | None = None,
+             step_table: str = "table", timer_cache: dict | None = None,
+             progress: Callable[[float], None] | None = None) -> SimulationResult:
+    """Simulate serving ``workload`` on ``replicas`` replicas with continuous batching.
+
+    Parameters
+    ----------
+    step_model : StepModelLike | Mapping | Disaggregated
+        Per-replica step model, ``StepModel`` keyword arguments (``{"model": "llama-3.1-8b",
+        "hardware": "h100-sxm", "tp": 1}``) or a :class:`Disaggregated` pair of pools.
+    workload : Workload | str | dict
+        Load, lengths, timeout and SLO (a YAML path or mapping is loaded).
+    engine : EngineProfile | str | dict
+        Scheduler profile (``"vllm"``, ``"sglang"``, ``"trtllm"``, a YAML path, ...).
+    replicas : int
+        Identical replicas behind the router (aggregated serving; a :class:`Disaggregated` pair
+        sets its own pool sizes).
+    router : {"least_loaded", "round_robin", "random"}
+        Where each arrival goes; least-loaded = fewest running + waiting requests.
+    seed : int
+        Seed of the numpy Generators (lengths, arrivals and routing use independent streams, so two
+        loads with the same seed see the same request lengths).
+    requests : int | None
+        Requests to send (open loop: arrivals; closed loop: total issued). Default: the workload's,
+        else 1000 when no horizon is set.
+    horizon : float | str | None
+        Stop at this simulated time [s]; unfinished requests are reported ``in_flight``.
+    slo : SLO | dict | None
+        Objective used by ``summary()`` (default: the workload's).
+    step_table : {"table", "exact"}
+        Tabulate the step model (fast) or call it at every step.
+    timer_cache : dict | None
+        Reuse step tables between calls (pass the same dict).
+    progress : callable | None
+        Called with the fraction done (0..1) now and then.
+
+    Returns
+    -------
+    SimulationResult
+        Per-request arrays, ``summary()``, ``to_dataframe()``.
+    """
+    wall0 = time.perf_counter()
+    w = load_workload(workload)
+    if slo is not None:
+        w = w.replace(slo=slo)
+    if router not in ROUTERS:
+        raise ConfigError(f"router: expected one of {', '.join(ROUTERS)}, got {router!r}")
+    if int(replicas) < 1:
+        raise ConfigError(f"replicas: must be >= 1, got {replicas!r}")
+    hz = w.horizon if horizon is None else to_si(horizon, "time", "horizon")
+    n_req = requests if requests is not None else w.requests
+    if n_req is None and hz is None:
+        n_req = DEFAULT_REQUESTS
+    if n_req is not None and int(n_req) < 1:
+        raise ConfigError(f"requests: must be >= 1, got {n_req!r}")
+    sim = _Sim(w, None if n_req is None else int(n_req), math.inf if hz is None else float(hz),
+               int(seed), router)
+    sim.generate_load()
+    R = sim.req
+    max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
+    max_ctx = max(max_ctx, int(_dist_max(w)))
+    eng = _engine(engine)
+    if isinstance(step_model, Disaggregated):
+        d = step_model
+        pm, dm = resolve_step_model(d.prefill), resolve_step_model(d.decode)
+        pe = _engine(d.prefill_engine) if d.prefill_engine is not None else eng
+        de = _engine(d.decode_engine) if d.decode_engine is not None else eng
+        sim.kv_bytes_prefill = float(pm.kv_bytes_per_token)
+        sim.link_bw = to_si(d.link_bandwidth, "bandwidth", "link_bandwidth")
+        sim.link_alpha = to_si(d.link_alpha, "time", "link_alpha")
+        if sim.link_bw <= 0:
+            raise ConfigError(f"link_bandwidth: must be > 0, got {d.link_bandwidth!r}")
+        pools = [(pm, pe, int(d.prefill_replicas), "prefill"), (dm, de, int(d.decode_replicas), "decode")]
+        models = {"prefill": pm, "decode": dm}
+        engines = {"prefill": pe, "decode": de}
+    else:
+        m = resolve_step_model(step_model)
+        pools = [(m, eng, int(replicas), "both")]
+        models, engines = {"both": m}, {"both": eng}
+    for model, e, count, role in pools:
+        if count < 1:
+            raise ConfigError(f"{role}_replicas: must be >= 1, got {count}")
+        max_pf = e.max_num_batched_tokens if e.chunked_prefill else max(e.max_num_batched_tokens, max_ctx)
+        timer = make_timer(model, e, max_ctx, max_pf, step_table, timer_cache)
+        kv_tokens = int(float(model.kv_capacity_tokens) * e.kv_capacity_fraction)
+        for _ in range(count):
+            rep = Replica(len(sim.replicas), sim, timer, e, kv_tokens, role)
+            sim.replicas.append(rep)
+            (sim.back if role == "decode" else sim.front).append(rep)
+    iterations = sim.run(progress)
+    wall = time.perf_counter() - wall0
+    return SimulationResult.from_sim(sim, workload=w, engines=engines, models=models,
+                                     router=router, seed=int(seed), wall_s=wall, iterations=iterations)
+
+
+def _dist_max(w: Workload) -> float:
+    """Upper bound of prompt + output lengths where the distributions have one, else 0."""
+    def top(d: Any) -> float:
+        for attr in ("value", "high", "max"):
+            v = getattr(d, attr, None)
+            if v is not None:
+                return float(v)
+        return float(max(d.values)) if hasattr(d, "values") else 0.0
+    return top(w.isl) + top(w.osl) + top(w.reasoning_tokens)

@@ -1,0 +1,200 @@
+r"""Closed-form steady state of a closed loop at concurrency C with fixed ISL/OSL (no simulation).
+
+Notation: I prompt tokens, O output tokens (O >= 2), C clients, think time Z, n mean decoding
+sequences, T(n, c, p, q) the step model plus the engine overheads, B the engine's token budget.
+
+Token flow: a request spends O − 1 decode steps, so per decode step λ = n/(O − 1) requests finish and
+as many prompts arrive: :math:`\bar p = \lambda I` prompt tokens per step on average, decoded at mean
+context :math:`\bar c = I + O/2`.
+
+*decode-first* (vLLM, TensorRT-LLM): prompts ride in the decode steps as chunks of
+s = min(I, B − n) tokens (s = I without chunked prefill), k = ⌈I/s⌉ steps per prompt. A fraction
+φ = min(1, p̄/s) of the steps carries a chunk (every step carries p̄ tokens if p̄ > s):
+
+.. math::
+    \mathrm{TPOT} = \varphi\,T(n, \bar c, s, q) + (1-\varphi)\,T(n, \bar c, 0, 0)
+
+    \mathrm{TTFT} = W + \begin{cases} T(n, \bar c, mI, -(m-1)I/2) & k = 1 \\
+                                       k\,T(n, \bar c, s, q) & k > 1 \end{cases}
+
+q is the mean cached prefix of a chunk; a one-step prompt shares its step with the m = 1 + λ prompts
+(size-biased, at most (B − n)/I) that arrived with it, whose attention pairs give the negative
+equivalent prefix (see :mod:`perfmodel.serving.steptable`).
+
+*prefill-first* (SGLang): prompts run in prefill-only steps of up to B tokens, ν = max(λk, p̄/B) of
+them per decode step with k = ⌈I/B⌉, each P = p̄/ν tokens:
+
+.. math::
+    \mathrm{TPOT} = T(n, \bar c, 0, 0) + \nu\,T(0, 0, P, q), \qquad
+    \mathrm{TTFT} = W + k\,T(0, 0, P_m, q_m)
+
+with P_m = mI (k = 1, m = 1 + λ prompts batched together) or B (k > 1).
+
+W is the wait for the step in progress: a whole decode step T(n, c̄, 0, 0) in a closed loop without
+think time (the completion that triggers the next request is the boundary where the next step
+starts), TPOT/2 with think time. Closing the loop (Little's law): throughput X = n/((O − 1)·TPOT) and
+C = X·(TTFT + (O − 1)·TPOT + Z), solved for n by damped fixed-point iteration; n is capped by
+``max_num_seqs``, the KV capacity (n·c̄ tokens on demand, n·(I + O) reserved) and the prefill budget
+(p̄ ≤ B − n). When a cap binds the clients that do not fit wait: TTFT = C/X − (O − 1)·TPOT − Z.
+
+Assumption: arrivals are spread over the request cycle. Clients that all start at once with fixed
+lengths run in synchronised waves instead (every prompt of a wave arrives together), with a much
+higher TTFT; the simulator shows both (``Arrival.ramp_up``). Vectorised over ``concurrency`` (and
+broadcast over ``isl`` / ``osl``). Measured agreement with the simulator: ``docs/serving.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .engine import EngineProfile, load_engine
+from .protocol import resolve_step_model
+from .workload import Workload
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Means in steady state (arrays shaped like the broadcast inputs).
+
+    Attributes
+    ----------
+    ttft_s, tpot_s, e2e_s : ndarray
+        Mean TTFT (with queueing), TPOT and E2E [s].
+    throughput_rps, throughput_output_tokens_per_s : ndarray
+        Completed requests [1/s] and output tokens [tokens/s] of one replica.
+    n_decode : ndarray
+        Mean number of decoding sequences.
+    limited_by : ndarray[str]
+        ``"clients"``, ``"max_num_seqs"``, ``"kv_cache"`` or ``"prefill_budget"``.
+    """
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    throughput_rps: np.ndarray
+    throughput_output_tokens_per_s: np.ndarray
+    n_decode: np.ndarray
+    limited_by: np.ndarray
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
+                 osl: ArrayLike | None = None, engine: EngineProfile | str = "vllm",
+                 think_time: float = 0.0, iterations: int = 60) -> SteadyState:
+    """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
+
+    Parameters
+    ----------
+    step_model : StepModelLike | Mapping
+        Per-replica step model (or ``StepModel`` keyword arguments).
+    concurrency : array_like
+        Clients C (each with one request in flight, or thinking).
+    isl, osl : array_like | None
+        Prompt and output tokens (fixed). A :class:`Workload` with fixed lengths may be passed as
+        ``isl`` instead (its think time is used too).
+    engine : EngineProfile | str
+        Scheduler profile (policy, budget, limits, overheads).
+    think_time : float
+        Client think time Z [s].
+    iterations : int
+        Fixed-point iterations.
+
+    Returns
+    -------
+    SteadyState
+    """
+    if isinstance(isl, Workload):
+        w = isl
+        isl, osl = w.isl.value, w.osl.value + w.reasoning_tokens.value  # type: ignore[union-attr]
+        think_time = w.arrival.think_time
+    model = resolve_step_model(step_model)
+    eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
+    C, Isl, Osl = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (concurrency, isl, osl)))
+    Osl = np.maximum(Osl, 2.0)
+    Z = float(think_time)
+    B = float(eng.max_num_batched_tokens)
+    over_step, over_seq = eng.step_overhead, eng.seq_overhead
+    cbar = Isl + Osl / 2.0
+    kv_cap = float(model.kv_capacity_tokens) * eng.kv_capacity_fraction
+    per_seq_kv = (Isl + Osl) if eng.kv_admission == "reserve_full" else cbar
+    caps = {
+        "max_num_seqs": np.full_like(C, float(eng.max_num_seqs)),
+        "kv_cache": kv_cap / per_seq_kv,
+        "prefill_budget": (B * (Osl - 1) / (Isl + Osl - 1) if eng.chunked_prefill or eng.policy == "prefill_first"
+                           else np.where(Isl <= B, B * (Osl - 1) / (Isl + Osl - 1), Osl - 1)),
+    }
+    n_cap = np.minimum.reduce(list(caps.values()))
+    prefill_first = eng.policy == "prefill_first"
+
+    def times(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lam = n / (Osl - 1)                       # prompts arriving per decode step
+        pbar = lam * Isl                          # prompt tokens per decode step
+        t_dec = model.step_time(n, cbar, 0.0, 0.0) + over_step + over_seq * n
+        if prefill_first:
+            k = np.ceil(Isl / B)
+            nu = np.maximum(lam * k, pbar / B)  # prefill-only steps per decode step
+            P = np.clip(np.where(nu > 0, pbar / np.maximum(nu, 1e-12), np.minimum(Isl, B)), 1.0, B)
+            prompts = np.maximum(P / Isl, 1.0)
+            q = np.where(P > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - P, 0) / 2)
+            t_pre = _step(model, 0.0, 0.0, P, q) + over_step + over_seq * prompts
+            tpot = t_dec + nu * t_pre
+            # the prompt shares its prefill step with those that arrived in the same decode step
+            m = np.minimum(1.0 + lam, np.maximum(B / Isl, 1.0))
+            Pm = np.where(k > 1, np.minimum(Isl, B), m * Isl)
+            qm = np.where(k > 1, np.maximum(Isl - B, 0) / 2, -(m - 1) * Isl / 2)
+            t_first = _step(model, 0.0, 0.0, Pm, qm) + over_step + over_seq * np.where(k > 1, 1.0, m)
+            service = k * t_first
+            t_wait = t_dec
+        else:
+            b = np.maximum(B - n, 1.0)
+            s = np.minimum(Isl, b) if eng.chunked_prefill else Isl
+            k = np.ceil(Isl / s)                   # steps per prompt (the last chunk may be partial)
+            phi = np.minimum(pbar / s, 1.0)      # fraction of steps carrying prompt work
+            chunk = np.where(pbar > s, np.minimum(pbar, b), s)
+            prompts = np.maximum(chunk / Isl, 1.0)
+            q = np.where(chunk > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - s, 0) / 2)
+            t_mix = _step(model, n, cbar, chunk, q) + over_step + over_seq * (n + prompts)
+            tpot = phi * t_mix + (1 - phi) * t_dec
+            # one-step prompts share their step with the others that arrived in the same step
+            # (size-biased: 1 + lam prompts); multi-step prompts take k budget-limited steps
+            m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
+            t_one = (_step(model, n, cbar, m * Isl, -(m - 1) * Isl / 2) + over_step
+                     + over_seq * (n + m))
+            service = np.where(k > 1, k * t_mix, t_one)
+            t_wait = t_dec
+        # the arrival waits for the step in progress: in a closed loop without think time a whole
+        # (decode) step, since the next step starts at the completion that triggers the arrival;
+        # half a mean step otherwise
+        ttft = service + (t_wait if Z == 0 else tpot / 2)
+        return tpot, ttft
+
+    n = np.minimum(C, n_cap)
+    for _ in range(iterations):
+        tpot, ttft = times(np.maximum(n, 1e-6))
+        dec_time = (Osl - 1) * tpot
+        n_new = np.minimum(C * dec_time / (ttft + dec_time + Z), n_cap)
+        n = 0.5 * n + 0.5 * n_new
+    n = np.maximum(n, 1e-6)
+    tpot, ttft_service = times(n)
+    X = n / ((Osl - 1) * tpot)
+    ttft = np.maximum(ttft_service, C / X - (Osl - 1) * tpot - Z)
+    names = np.array(["clients", *caps])
+    which = np.stack([np.full_like(C, np.inf)] + [np.broadcast_to(v, C.shape) for v in caps.values()])
+    bound = np.where(n >= 0.999 * n_cap, np.argmin(which[1:], axis=0) + 1, 0)
+    return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, throughput_rps=X,
+                       throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
+
+
+def _step(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
+    q = np.asarray(q, dtype=float)
+    t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
+    t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
+    tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    return np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))

@@ -1,0 +1,115 @@
+"""Closed-form steady state vs the simulator, and the max-load search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.errors import ConfigError
+from perfmodel.serving import Workload, max_load, simulate, steady_state
+from perfmodel.serving.stand_in import LinearStepModel, RooflineStepModel
+
+H100_8B = RooflineStepModel.llama_8b_h100()
+
+# (engine, isl, osl, concurrency); measured agreement (steady state / simulator − 1) is in
+# docs/serving.md: TPOT within 5 %, TTFT within 23 %, throughput within 6 % on these configs.
+CONFIGS = [
+    ("vllm", 1024, 256, 8),
+    ("vllm", 1024, 256, 32),
+    ("vllm", 1024, 256, 128),
+    ("vllm", 512, 1024, 32),
+    ("vllm-2k", 4096, 128, 32),
+    ("sglang", 1024, 256, 32),
+    ("sglang", 4096, 128, 8),
+    ("trtllm", 4096, 128, 32),
+]
+
+
+def compare(engine, isl, osl, c):
+    ss = steady_state(H100_8B, c, isl, osl, engine=engine)
+    # clients start spread over one request duration: the steady state assumes arrivals spread
+    # over the cycle (see test_synchronised_start_runs_in_waves for the other case)
+    w = Workload.fixed(isl, osl, concurrency=c, ramp_up=float(ss.e2e_s))
+    s = simulate(H100_8B, w, engine=engine, requests=max(20 * c, 400), seed=1).summary(warmup=0.3)
+    return ss, s
+
+
+@pytest.mark.parametrize("engine,isl,osl,c", CONFIGS)
+def test_steady_state_agrees_with_the_simulator(engine, isl, osl, c):
+    ss, s = compare(engine, isl, osl, c)
+    assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
+    assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
+    assert float(ss.throughput_rps) == pytest.approx(s["throughput_rps"], rel=0.15)
+
+
+def test_steady_state_when_memory_binds():
+    """4096/128 at C = 128 does not fit the KV cache: clients queue, TTFT from Little's law."""
+    ss, s = compare("vllm", 4096, 128, 128)
+    assert str(ss.limited_by) == "kv_cache"
+    assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
+    assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
+
+
+def test_synchronised_start_runs_in_waves():
+    """All clients starting at once with fixed lengths stay in lock-step: prompts arrive together,
+    TTFT is several times the spread-out steady state while TPOT is unchanged."""
+    ss = steady_state(H100_8B, 8, 1024, 256)
+    sync = simulate(H100_8B, Workload.fixed(1024, 256, concurrency=8), requests=400, seed=1)
+    s = sync.summary(warmup=0.3)
+    assert s["ttft_mean_s"] > 3 * float(ss.ttft_s)
+    assert s["tpot_mean_s"] == pytest.approx(float(ss.tpot_s), rel=0.15)
+
+
+def test_steady_state_is_vectorised_and_monotone():
+    c = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
+    ss = steady_state(H100_8B, c, 1024, 256, engine="vllm")
+    assert ss.tpot_s.shape == c.shape
+    assert (np.diff(ss.tpot_s) >= -1e-12).all()
+    assert (np.diff(ss.throughput_rps) >= -1e-9).all()
+    assert ss.throughput_output_tokens_per_s == pytest.approx(ss.throughput_rps * 256)
+    assert ss.e2e_s == pytest.approx(ss.ttft_s + 255 * ss.tpot_s)
+    # one client: TPOT is the decode step, TTFT a decode step (wait) plus the prefill step
+    one = steady_state(H100_8B, 1, 1024, 256, engine="vllm")
+    from perfmodel.serving import load_engine
+
+    e = load_engine("vllm")
+    dec = H100_8B.step_time(1, 1024 + 128, 0, 0) + e.step_overhead + e.seq_overhead
+    assert float(one.tpot_s) == pytest.approx(dec, rel=0.02)
+
+
+def test_steady_state_accepts_a_workload_and_think_time():
+    w = Workload.fixed(1024, 256, concurrency=16, think_time=1.0)
+    a = steady_state(H100_8B, 16, w)
+    b = steady_state(H100_8B, 16, 1024, 256)
+    assert float(a.throughput_rps) < float(b.throughput_rps)
+
+
+def test_max_load_open_loop_rate():
+    model = LinearStepModel(base=0.006, per_token=2e-5)
+    w = Workload.fixed(512, 64, rate=1.0, slo={"ttft": "0.5 s", "tpot": "20 ms"})
+    found = max_load(model, w, requests=600, seed=1, rel_tol=0.05)
+    assert found.mode == "rate" and found.max_load > 0
+    assert found.attainment >= 0.95
+    loads = [r["load"] for r in found.curve]
+    assert loads == sorted(loads) and found.simulations == len(loads) <= 30
+    above = [r for r in found.curve if r["load"] > found.max_load]
+    assert above and above[0]["slo_attainment"] < 0.95
+    assert above[0]["load"] <= found.max_load * 1.06
+    again = simulate(model, w.with_load(rate=found.max_load), requests=600, seed=1).summary()
+    assert again["slo_attainment"] == pytest.approx(found.attainment)
+    assert set(found.to_dataframe().columns) >= {"load", "slo_attainment", "ttft_p95_s", "tpot_p95_s"}
+
+
+def test_max_load_closed_loop_concurrency():
+    model = LinearStepModel(base=0.006, per_token=2e-5)
+    w = Workload.fixed(512, 64, concurrency=4, slo={"tpot": "15 ms"})
+    found = max_load(model, w, requests=400, seed=1)
+    assert found.mode == "concurrency" and isinstance(found.max_load, int)
+    above = [r for r in found.curve if r["load"] == found.max_load + 1]
+    assert above and above[0]["slo_attainment"] < 0.95
+    assert found.as_dict()["max_concurrency"] == found.max_load
+
+
+def test_max_load_needs_an_slo():
+    with pytest.raises(ConfigError, match="SLO with at least one limit"):
+        max_load(LinearStepModel(), Workload.fixed(10, 10, rate=1.0), requests=10)
