@@ -1,0 +1,139 @@
+"""``perfmodel plan`` (cheapest deployments meeting a joint SLO) and ``perfmodel claim`` (vendor claims).
+
+Examples::
+
+    perfmodel plan --model llama-3.1-70b --rate 20 --isl 2048 --osl 256 --slo-ttft 2s --slo-tpot 50ms \\
+        --target 0.95 --hardware h100-sxm,h200-sxm,b200 --price h100-sxm=2.5/h --format json
+    perfmodel claim --list
+    perfmodel claim nvidia-lpx-35x-tokens-per-mw
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ConfigError
+from .output import add_format_arg, format_table, print_json
+
+
+def _csv(text: str) -> list[str]:
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return values
+
+
+def _prices(items: list[str] | None) -> dict[str, str]:
+    """``["h100-sxm=2.5/h", "b200=4/h,h200-sxm=3.2/h"]`` -> ``{hardware id: price}``."""
+    from ..hardware import load_hardware
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        for part in _csv(item):
+            if "=" not in part:
+                raise ConfigError(f"--price: expected HARDWARE=USD_PER_DEVICE_HOUR (e.g. h100-sxm=2.5/h), "
+                                  f"got {part!r}")
+            hw, price = part.split("=", 1)
+            out[load_hardware(hw.strip()).id] = price.strip()
+    return out
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "plan", help="cheapest deployments meeting a joint SLO at a target load",
+        description="Rank candidate replicas (hardware x tp x precision) by devices, power or cost: each is "
+                    "sized with the serving simulator to meet the SLO attainment target at the given rate. "
+                    "Rejected candidates are listed with the reason (layout, memory, SLO, load).")
+    p.add_argument("--model", required=True, help="model id, e.g. llama-3.1-70b")
+    p.add_argument("--rate", type=float, required=True, help="target arrival rate [requests/s]")
+    p.add_argument("--isl", type=int, required=True, help="prompt tokens per request")
+    p.add_argument("--osl", type=int, required=True, help="output tokens per request")
+    p.add_argument("--slo-ttft", help="TTFT limit incl. queueing, e.g. 2s")
+    p.add_argument("--slo-tpot", help="TPOT limit, e.g. 50ms")
+    p.add_argument("--slo-e2e", help="end-to-end limit, e.g. 20s")
+    p.add_argument("--target", type=float, default=0.95, help="fraction of requests meeting all limits "
+                                                               "(default 0.95)")
+    p.add_argument("--hardware", type=_csv, required=True, help="comma-separated hardware ids")
+    p.add_argument("--precision", type=_csv, default=["bf16"], help="weight formats to try (default bf16)")
+    p.add_argument("--tp", type=_csv, default=["1", "2", "4", "8"], help="tensor-parallel sizes (default 1,2,4,8)")
+    p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
+                   help="ranking key (default devices)")
+    p.add_argument("--engine", default="vllm", help="serving-engine profile (default vllm)")
+    p.add_argument("--price", action="append", help="USD per device-hour, HARDWARE=PRICE (e.g. h100-sxm=2.5/h); "
+                                                    "repeat or comma-separate")
+    p.add_argument("--power-basis", choices=("tdp", "utilisation"), default="tdp",
+                   help="power basis: device TDP x devices (default) or P_idle + u (TDP - P_idle)")
+    p.add_argument("--idle", help="P_idle per device for --power-basis utilisation, e.g. 150W")
+    p.add_argument("--utilisation", type=float, default=1.0, help="busy fraction u for the utilisation basis")
+    p.add_argument("--requests", type=int, default=300, help="requests per simulated load point (default 300)")
+    p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    p.add_argument("--max-replicas", type=int, default=256, help="load limit per candidate (default 256)")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+    c = sub.add_parser("claim", help="check a vendor performance claim against the model",
+                       description="Predict a claim's metric at its operating point, the ratio found, the value "
+                                   "of each unknown that would give the claimed ratio, and the sensitivity.")
+    c.add_argument("claim", nargs="?", help="shipped claim id or claim YAML path")
+    c.add_argument("--list", action="store_true", help="list the shipped claims")
+    c.add_argument("--points", type=int, default=9, help="scan points per continuous unknown (default 9)")
+    add_format_arg(c)
+    c.set_defaults(func=run_claim)
+
+
+def run(args) -> int:
+    from ..planning.plan import plan
+    from ..serving import SLO, Workload
+
+    limits = {k: v for k, v in (("ttft", args.slo_ttft), ("tpot", args.slo_tpot), ("e2e", args.slo_e2e)) if v}
+    if not limits:
+        raise ConfigError("give at least one of --slo-ttft, --slo-tpot, --slo-e2e")
+    try:
+        tps = [int(t) for t in args.tp]
+    except ValueError:
+        raise ConfigError(f"--tp: expected integers, got {args.tp}") from None
+    slo = SLO(**limits, target=args.target)
+    workload = Workload.fixed(args.isl, args.osl, rate=args.rate)
+    result = plan(args.model, workload, slo, hardware=args.hardware, precisions=args.precision, tp=tps,
+                  rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
+                  idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
+                  requests=args.requests, seed=args.seed, max_replicas=args.max_replicas)
+    if args.format == "json":
+        print_json(result.as_dict())
+        return 0
+    i = result.inputs
+    print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
+          f"{', '.join(f'{k} < {v:g} s' for k, v in i['slo'].items())} for {i['target']:.0%} of requests; "
+          f"ranked by {i['objective']}; engine {i['engine']}; power basis {i['power_basis']}")
+    cols = ["rank", "deployment", "devices", "replicas", "goodput_rps", "slo_attainment", "ttft_p95_s",
+            "tpot_p95_s", "power_w", "cost_per_hour", "tokens_per_s_per_mw"]
+    print(format_table(result.ranked, cols))
+    if result.rejected:
+        print("\nrejected:")
+        print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
+    return 0
+
+
+def run_claim(args) -> int:
+    from ..planning.claims import check_claim, list_claims, load_claim
+
+    if args.list or not args.claim:
+        rows = [{"id": cid, "title": load_claim(cid).title} for cid in list_claims()]
+        print_json(rows) if args.format == "json" else print(format_table(rows))
+        return 0
+    r = check_claim(args.claim, points=args.points)
+    if args.format == "json":
+        print_json(r.as_dict())
+        return 0
+    c = r.claim
+    print(f"{c.title}\n  source: {c.source}\n  {r.verdict}")
+    for name, s in (("baseline", r.baseline), ("candidate", r.candidate)):
+        if s is not None:
+            print(f"  {name}: {c.metric} = {s['value']:.4g} at batch {s['batch']} "
+                  f"({s['devices']} devices, power {s['power_w']} W, per-user max {s['max_per_user_tokens_per_s']:.4g} "
+                  f"tok/s)")
+    print("\nassumptions needed (one unknown at a time, others nominal):")
+    print(format_table(r.needed, ["unknown", "nominal", "value_needed", "unit", "finding"]))
+    if r.interactivity is not None:
+        print("\nratio against the per-user speed floor (nominal unknowns):")
+        print(format_table(r.interactivity.to_dict(orient="records")))
+    return 0
