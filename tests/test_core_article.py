@@ -68,3 +68,18 @@ def test_four_cards_are_not_four_times_faster_per_user():
     assert 1.0 < speedup < 4.0
     comm = four.breakdown().query("phase == 'decode' and op_class.str.startswith('comm:')")["time_s"].sum()
     assert comm > 0
+
+
+def test_collectives_hand_values():
+    # ring AR over 8 ranks of 1 MB at 450 GB/s with alpha 2 us: 14 steps; two-shot: 2 steps
+    size, bw, a = 1e6, 450e9, 2e-6
+    vol = 2 * 7 / 8 * size / bw
+    assert pm.all_reduce_time(size, 8, bw, a, "ring") == pytest.approx(14 * a + vol, rel=1e-12)
+    assert pm.all_reduce_time(size, 8, bw, a, "two-shot") == pytest.approx(2 * a + vol, rel=1e-12)
+    assert pm.all_reduce_time(size, 8, bw, a, "halving-doubling") == pytest.approx(6 * a + vol, rel=1e-12)
+    assert pm.all_reduce_time(size, 8, bw, a) == pytest.approx(2 * a + vol, rel=1e-12)  # auto picks two-shot
+    assert pm.all_reduce_time(size, 1, bw, a) == 0.0
+    # all-gather over 2304 ranks: recursive doubling's 12 steps, not the ring's 2303
+    assert pm.all_gather_time(0.0, 2304, bw, 1e-6) == pytest.approx(12e-6, rel=1e-12)
+    assert pm.all_gather_time(0.0, 3, bw, 1e-6) == pytest.approx(2e-6, rel=1e-12)
+    assert pm.all_to_all_time(8e6, 8, bw, a) == pytest.approx(a + 7 / 8 * 8e6 / bw, rel=1e-12)

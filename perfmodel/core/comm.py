@@ -4,17 +4,22 @@ All sizes are the payload S held by each rank [B]; ``bandwidth`` is the per-dire
 device [B/s]; ``alpha`` the fixed latency [s] of one dependent step. Dependent round trips add their α
 each: a ring all-reduce over n ranks takes 2(n−1) steps.
 
-=====================  =============================================  ==================
-collective             time                                           bytes per rank
-=====================  =============================================  ==================
-ring all-reduce        2(n−1)·α + 2(n−1)/n · S/B                      2(n−1)/n · S
-two-shot all-reduce    2·α + 2(n−1)/n · S/B  (reduce-scatter+gather)  2(n−1)/n · S
-one-shot all-reduce    α + (n−1) · S/B  (each rank reads all others)  (n−1) · S
-all-gather             (n−1)·α + (n−1)/n · S/B  (S = gathered size)   (n−1)/n · S
-reduce-scatter         (n−1)·α + (n−1)/n · S/B                        (n−1)/n · S
-all-to-all (switched)  α + (n−1)/n · S/B                              (n−1)/n · S
-point-to-point         α + S/B                                        S
-=====================  =============================================  ==================
+=======================  ==============================================  ==================
+collective               time                                            bytes per rank
+=======================  ==============================================  ==================
+ring all-reduce          2(n−1)·α + 2(n−1)/n · S/B                       2(n−1)/n · S
+halving-doubling AR      2⌈log2 n⌉·α + 2(n−1)/n · S/B                    2(n−1)/n · S
+two-shot all-reduce      2·α + 2(n−1)/n · S/B  (reduce-scatter+gather)   2(n−1)/n · S
+one-shot all-reduce      α + (n−1) · S/B  (each rank reads all others)   (n−1) · S
+all-gather               min(n−1, ⌈log2 n⌉)·α + (n−1)/n · S/B            (n−1)/n · S
+reduce-scatter           min(n−1, ⌈log2 n⌉)·α + (n−1)/n · S/B            (n−1)/n · S
+all-to-all (switched)    α + (n−1)/n · S/B                               (n−1)/n · S
+point-to-point           α + S/B                                         S
+=======================  ==============================================  ==================
+
+All-gather and reduce-scatter take the better of the ring ((n−1) dependent steps) and recursive
+doubling / halving (⌈log2 n⌉ steps, Bruck's algorithm for n not a power of two); both move the same
+bytes. With thousands of ranks (an LPU pool) the ring's α term alone would be milliseconds.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from numpy.typing import ArrayLike
 from ..errors import ConfigError
 from .roofline import message_time
 
-AllReduceAlgo = Literal["ring", "two-shot", "one-shot", "auto"]
+AllReduceAlgo = Literal["ring", "halving-doubling", "two-shot", "one-shot", "auto"]
 
 
 def _n(n: ArrayLike) -> np.ndarray:
@@ -41,34 +46,41 @@ def all_reduce_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: floa
                     algorithm: AllReduceAlgo = "auto") -> np.ndarray:
     """All-reduce of ``size`` bytes across ``n`` ranks [s]; 0 when n == 1.
 
-    ``auto`` takes the fastest of ring, two-shot and one-shot for each size, as NCCL and TensorRT-LLM
-    pick algorithms by message size.
+    ``auto`` takes the fastest algorithm for each size, as NCCL and TensorRT-LLM pick algorithms by
+    message size.
     """
     n = _n(n)
     s = np.asarray(size, dtype=float)
     frac = 2.0 * (n - 1.0) / n
-    ring = 2.0 * (n - 1.0) * alpha + frac * s / bandwidth
-    two = 2.0 * alpha + frac * s / bandwidth
-    one = alpha + (n - 1.0) * s / bandwidth
-    table = {"ring": ring, "two-shot": two, "one-shot": one}
+    table = {
+        "ring": 2.0 * (n - 1.0) * alpha + frac * s / bandwidth,
+        "halving-doubling": 2.0 * _log_steps(n) * alpha + frac * s / bandwidth,
+        "two-shot": 2.0 * alpha + frac * s / bandwidth,
+        "one-shot": alpha + (n - 1.0) * s / bandwidth,
+    }
     if algorithm == "auto":
-        t = np.minimum(np.minimum(ring, two), one)
+        t = np.minimum.reduce(list(np.broadcast_arrays(*table.values())))
     elif algorithm in table:
         t = table[algorithm]
     else:
-        raise ConfigError(f"algorithm: expected ring, two-shot, one-shot or auto, got {algorithm!r}")
+        raise ConfigError(f"algorithm: expected one of {sorted(table)} or auto, got {algorithm!r}")
     return np.where(n > 1, t, 0.0)
 
 
+def _log_steps(n: np.ndarray) -> np.ndarray:
+    return np.ceil(np.log2(np.maximum(n, 1.0)))
+
+
 def all_gather_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: float) -> np.ndarray:
-    """Ring all-gather producing ``size`` bytes on every rank [s]; 0 when n == 1."""
+    """All-gather producing ``size`` bytes on every rank [s] (ring or recursive doubling); 0 if n == 1."""
     n = _n(n)
-    t = (n - 1.0) * alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
+    steps = np.minimum(n - 1.0, _log_steps(n))
+    t = steps * alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
     return np.where(n > 1, t, 0.0)
 
 
 def reduce_scatter_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: float) -> np.ndarray:
-    """Ring reduce-scatter of ``size`` bytes per rank [s]; 0 when n == 1."""
+    """Reduce-scatter of ``size`` bytes per rank [s] (ring or recursive halving); 0 when n == 1."""
     return all_gather_time(size, n, bandwidth, alpha)
 
 
