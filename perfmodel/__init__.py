@@ -29,7 +29,29 @@ from .deployment import (
 from .errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
 from .hardware import list_hardware, load_accelerator, load_hardware, load_link
 from .modelspec import ModelSpec, list_models, load_model
+from .planning import (
+    TotalCost,
+    check_claim,
+    output_crossover,
+    pareto_front,
+    plan,
+    power_basis,
+    sweep,
+    sweep_deployments,
+    tokens_per_s_per_mw,
+    usd_per_million_tokens,
+)
 from .precision import Precision, dtype
+from .serving import (
+    SLO,
+    EngineProfile,
+    Workload,
+    load_engine,
+    load_workload,
+    max_load,
+    simulate,
+    steady_state,
+)
 from .units import Q_, to_si, ureg
 
 __version__ = "0.1.0"
@@ -42,4 +64,9 @@ __all__ = [
     "load_accelerator", "load_hardware", "load_link", "load_model", "load_profile", "message_time",
     "offload_pays", "p2p_time", "predict", "profile_for", "reduce_scatter_time", "roofline_time",
     "round_trips_time", "to_si", "ureg",
+    # serving
+    "SLO", "EngineProfile", "Workload", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
+    # planning
+    "TotalCost", "check_claim", "output_crossover", "pareto_front", "plan", "power_basis", "sweep",
+    "sweep_deployments", "tokens_per_s_per_mw", "usd_per_million_tokens",
 ]
