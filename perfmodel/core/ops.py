@@ -14,6 +14,7 @@ Bytes: b_w per weight, b_a = 2 per activation, b_kv per cached element.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -64,7 +65,7 @@ class StepShape:
     def prefill_tokens(self) -> np.ndarray:
         return self.n_prefill * self.chunk
 
-    @property
+    @cached_property
     def tokens(self) -> np.ndarray:
         return self.n_decode + self.n_prefill * self.chunk
 

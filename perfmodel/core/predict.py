@@ -26,6 +26,8 @@ from .ops import StepShape
 from .roofline import e2e_latency
 from .step import StepBreakdown, StepModel
 
+FIT_REASONS = np.array(["", "weights alone exceed usable memory",
+                        "weights + KV cache + workspace exceed usable memory"])
 #: Tokens a serving engine processes per prefill step at most, for the workspace estimate.
 WORKSPACE_TOKENS = 16384.0
 
@@ -237,9 +239,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     used = sm.weights_per_device + kv_dev + work
     usable = sm.hardware.memory_capacity * (1.0 - sm.reserve)
     fits = used <= usable
-    reason = np.where(fits, "", np.where(
-        sm.weights_per_device > usable, "weights alone exceed usable memory",
-        "weights + KV cache + workspace exceed usable memory"))
+    reason = FIT_REASONS[np.where(fits, 0, 1 if sm.weights_per_device > usable else 2)]
     eff = sm.efficiency
     config = {
         "model": mdl.id, "hardware": sm.hardware.id, "parallel": par.label(),

@@ -32,6 +32,7 @@ from .ops import (
 )
 from .parallel import Parallel
 
+BOUNDS = np.array(["compute", "memory", "communication"])
 OP_CLASSES = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
 
 
@@ -105,7 +106,9 @@ class StepBreakdown:
         m = sum(self.memory.values())
         k = self.comm_total
         c, m, k = np.broadcast_arrays(np.asarray(c, float), np.asarray(m, float), np.asarray(k, float))
-        return np.where((k > c) & (k > m), "communication", np.where(c >= m, "compute", "memory"))
+        code = np.where(c >= m, 0, 1)
+        code[(k > c) & (k > m)] = 2
+        return BOUNDS[code]
 
     def select(self, k: int) -> StepBreakdown:
         """Row ``k`` of a breakdown computed over stacked shapes (leading axis)."""
