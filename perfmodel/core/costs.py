@@ -11,6 +11,7 @@ breakdowns can show which bound dominates. Communication is costed in :mod:`perf
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,17 +22,37 @@ from .efficiency import Efficiency
 
 @dataclass(frozen=True)
 class OpTime:
-    """Time parts of one op [s], arrays of the operating-point shape."""
+    """Time parts of one op [s], arrays of the operating-point shape.
+
+    ``overlap`` is the exponent p of the smooth roofline :math:`(t_c^p + t_m^p)^{1/p} + t_{kernel}`
+    (optional, fitted per op family in calibration profiles); the default ``inf`` is the hard ``max``
+    (perfect overlap of compute and memory) and p = 1 is no overlap (sum).
+    """
 
     compute: np.ndarray
     memory: np.ndarray
     overhead: np.ndarray
+    overlap: float = math.inf
 
     @property
     def total(self) -> np.ndarray:
-        out = np.maximum(self.compute, self.memory)
+        if math.isinf(self.overlap):
+            out = np.maximum(self.compute, self.memory)
+        else:
+            out = smooth_max(self.compute, self.memory, self.overlap)
         out += self.overhead
         return out
+
+
+def smooth_max(a: ArrayLike, b: ArrayLike, p: float = math.inf) -> np.ndarray:
+    """:math:`(a^p + b^p)^{1/p}` for a, b >= 0: ``max(a, b)`` for p = inf, ``a + b`` for p = 1."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    hi = np.maximum(a, b)
+    if math.isinf(p):
+        return hi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo_frac = np.where(hi > 0, np.minimum(a, b) / hi, 0.0)
+    return hi * (1.0 + lo_frac**p) ** (1.0 / p)
 
 
 def gemm_compute_eta(m_tokens: ArrayLike, eta_max: float, m_half: float) -> np.ndarray:
@@ -44,7 +65,7 @@ def gemm_compute_eta(m_tokens: ArrayLike, eta_max: float, m_half: float) -> np.n
 
 def op_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: float, bandwidth: float,
             eta_compute: ArrayLike, eta_memory: float, kernel_overhead: float,
-            kernels: ArrayLike = 1.0) -> OpTime:
+            kernels: ArrayLike = 1.0, overlap: float = math.inf) -> OpTime:
     """Roofline time of an op with efficiencies and a fixed per-kernel overhead.
 
     Parameters
@@ -65,6 +86,8 @@ def op_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: float, bandwid
         t_kernel [s] per kernel.
     kernels : array_like
         Number of kernels the op launches (0 where the op is absent).
+    overlap : float
+        Exponent p of the smooth roofline (see :class:`OpTime`); ``inf`` (default) is ``max``.
 
     Returns
     -------
@@ -75,7 +98,7 @@ def op_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: float, bandwid
     compute = np.asarray(flops, dtype=float) / (peak_flops * np.asarray(eta_compute, dtype=float))
     memory = np.asarray(bytes_moved, dtype=float) * (1.0 / (bandwidth * eta_memory))
     overhead = np.asarray(kernels, dtype=float) * kernel_overhead
-    return OpTime(compute, memory, overhead)
+    return OpTime(compute, memory, overhead, overlap)
 
 
 def gemm_flops_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, weight_bytes: float,
@@ -99,7 +122,185 @@ def gemm_flops_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, weight_bytes: flo
 
 def gemm_time(m: ArrayLike, n: ArrayLike, k: ArrayLike, peak_flops: float, bandwidth: float,
               eff: Efficiency, compute: str, weight_bytes: float, act_bytes: float = 2.0) -> OpTime:
-    """Time of one GEMM on a device with an efficiency profile (see :func:`op_time`)."""
+    """Time of one GEMM on a device with an efficiency profile (see :func:`op_time`).
+
+    Without ``eff.op_params["gemm.<compute>"]`` this is the plain roofline with η_c(M), ``memory``
+    and ``kernel_overhead``. With it (fitted per weight format: ``gemm.bf16``, ``gemm.fp8``,
+    ``gemm.fp8_block``, ``gemm.fp4``) the terms below replace or extend the scalar fields:
+
+    .. math::
+        t = \\left(t_c^p + t_m^p\\right)^{1/p} + t_k, \\quad
+        t_c = \\frac{2MNK}{P\\,\\eta_c(M)}\\,\\bigl(1 + w\\,(q - 1)\\bigr), \\quad
+        t_m = \\frac{NK b_w + MK (b_a + b_q) + MN b_a}{B\\,\\eta_m}
+
+    with wave quantisation :math:`q = \\lceil T/S \\rceil S / T` over :math:`T = \\lceil M/128 \\rceil
+    \\lceil N/128 \\rceil` output tiles on S slots (SMs). Keys: ``m_half`` (M½), ``memory`` (η_m),
+    ``kernel_overhead`` (t_k [s]), ``quant_bytes`` (b_q: extra bytes per activation input element for
+    on-the-fly quantisation), ``wave`` (w in [0, 1]), ``slots`` (S), ``overlap`` (p; absent = max),
+    ``compute`` (η_c,max of this form; absent = ``gemm_compute``).
+    """
     flops, data = gemm_flops_bytes(m, n, k, weight_bytes, act_bytes)
-    eta = gemm_compute_eta(m, eff.gemm_eta(compute), eff.gemm_m_half)
-    return op_time(flops, data, peak_flops, bandwidth, eta, eff.memory, eff.kernel_overhead)
+    return gemm_cost(flops, data, m, n, k, peak_flops, bandwidth, eff, compute)
+
+
+def gemm_cost(flops: ArrayLike, data: ArrayLike, m: ArrayLike, n: ArrayLike | None, k: ArrayLike,
+              peak_flops: float, bandwidth: float, eff: Efficiency, compute: str,
+              kernels: ArrayLike = 1.0) -> OpTime:
+    """:func:`gemm_time` for FLOPs and bytes already counted (e.g. grouped expert GEMMs).
+
+    ``n`` may be None when the output tiling is unknown (no wave-quantisation term then).
+    """
+    terms = eff.op(f"gemm.{compute}")
+    if not terms:
+        eta = gemm_compute_eta(m, eff.gemm_eta(compute), eff.gemm_m_half)
+        return op_time(flops, data, peak_flops, bandwidth, eta, eff.memory, eff.kernel_overhead, kernels)
+    m_arr = np.asarray(m, dtype=float)
+    data = np.asarray(data, dtype=float) + m_arr * np.asarray(k, dtype=float) * terms.get("quant_bytes", 0.0)
+    eta = gemm_compute_eta(m_arr, terms.get("compute", eff.gemm_eta(compute)),
+                           terms.get("m_half", eff.gemm_m_half))
+    wave, slots = terms.get("wave", 0.0), terms.get("slots", 0.0)
+    if wave > 0 and slots > 0 and n is not None:
+        tiles = np.ceil(np.maximum(m_arr, 1.0) / 128.0) * np.ceil(np.asarray(n, dtype=float) / 128.0)
+        eta = eta / (1.0 + wave * (np.ceil(tiles / slots) * slots / tiles - 1.0))
+    return op_time(flops, data, peak_flops, bandwidth, eta, terms.get("memory", eff.memory),
+                   terms.get("kernel_overhead", eff.kernel_overhead), kernels,
+                   overlap=terms.get("overlap", math.inf))
+
+
+def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, kv_width: ArrayLike,
+                          d_qk: ArrayLike, d_v: ArrayLike, kv_bytes: ArrayLike, peak_flops: float,
+                          bandwidth: float, eff: Efficiency, kv_streams: ArrayLike = 1.0,
+                          window: ArrayLike = 0, act_bytes: float = 2.0,
+                          family: str = "attention_decode") -> OpTime:
+    """Time of one decode-attention call in which each of ``batch`` sequences adds one token.
+
+    Plain form (no ``eff.op_params[family]``), as the step model costs it:
+
+    .. math::
+        F = 2 b H L_w (d_{qk} + d_v), \\quad D = b L_w w_{kv} b_{kv} + b H (d_{qk} + d_v) b_a, \\quad
+        t = \\max\\left(\\frac{F}{P \\eta_{ac}}, \\frac{D}{B \\eta_{am}}\\right) + t_k
+
+    with :math:`L_w = \\min(L, w)` for a sliding window w. With ``op_params[family]``
+    (``attention_decode`` for MHA/GQA, ``mla_decode`` for MLA): the KV is read in pages of at least
+    ``min_tokens`` tokens; each (sequence, query head) moves ``head_bytes`` extra bytes per head
+    dimension (query/output, softmax state); where the query heads per KV stream exceed ``max_group``
+    the kernel re-reads the KV once per query head; ``memory``, ``compute``, ``kernel_overhead`` and
+    ``overlap`` replace the scalar η_am, η_ac, t_k and the max.
+
+    Parameters
+    ----------
+    batch, kv_len : array_like
+        Sequences b and KV tokens L attended per sequence (past + the new one).
+    heads : array_like
+        Query heads H on the device.
+    kv_width : array_like
+        KV-cache elements per token per sequence :math:`w_{kv}` (GQA: 2 H_kv d; MLA: 512 + 64).
+    d_qk, d_v : array_like
+        Query-key and value head dimensions (MLA absorbed: 576 and 512).
+    kv_bytes : array_like
+        Bytes per KV element :math:`b_{kv}`.
+    peak_flops, bandwidth : float
+        Dense peak P [FLOP/s] and memory bandwidth B [B/s].
+    eff : Efficiency
+        Profile.
+    kv_streams : array_like
+        Independent KV streams per sequence (GQA: H_kv; MLA: 1).
+    window : array_like
+        Sliding window [tokens], 0 = full attention.
+    act_bytes : float
+        Bytes per query/output element.
+    family : str
+        Key of the shape terms in ``eff.op_params``.
+    """
+    b, L, H = (np.asarray(x, dtype=float) for x in (batch, kv_len, heads))
+    win = np.asarray(window, dtype=float)
+    lw = np.where(win > 0, np.minimum(L, win), L)
+    dqv = np.asarray(d_qk, dtype=float) + np.asarray(d_v, dtype=float)
+    kv_row = np.asarray(kv_width, dtype=float) * np.asarray(kv_bytes, dtype=float)
+    flops = 2.0 * b * H * lw * dqv
+    terms = eff.op(family)
+    if not terms:
+        data = b * lw * kv_row + b * H * dqv * act_bytes
+        return op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.attention_memory,
+                       eff.kernel_overhead)
+    group = H / np.maximum(np.asarray(kv_streams, dtype=float), 1.0)
+    reread = np.where(group > terms.get("max_group", np.inf), group, 1.0)
+    l_eff = np.maximum(lw, terms.get("min_tokens", 0.0))
+    data = b * l_eff * kv_row * reread + b * H * dqv * (act_bytes + terms.get("head_bytes", 0.0))
+    return op_time(flops, data, peak_flops, bandwidth, terms.get("compute", eff.attention_compute),
+                   terms.get("memory", eff.attention_memory),
+                   terms.get("kernel_overhead", eff.kernel_overhead),
+                   overlap=terms.get("overlap", math.inf))
+
+
+def causal_pairs(isl: ArrayLike, window: ArrayLike = 0) -> np.ndarray:
+    """(query, key) pairs of causal attention over s new tokens, capped by a sliding window w.
+
+    .. math:: \\tfrac{s(s+1)}{2}, \\qquad \\text{windowed } (s > w):\\;
+              \\tfrac{w(w+1)}{2} + (s - w)\\,w
+    """
+    s = np.asarray(isl, dtype=float)
+    w = np.asarray(window, dtype=float)
+    full = s * (s + 1.0) / 2.0
+    capped = w * (w + 1.0) / 2.0 + (s - w) * w
+    return np.where((w > 0) & (s > w), capped, full)
+
+
+def attention_prefill_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
+                           d_qk: ArrayLike, d_v: ArrayLike, peak_flops: float, bandwidth: float,
+                           eff: Efficiency, window: ArrayLike = 0, kv_bytes: ArrayLike = 2.0,
+                           act_bytes: float = 2.0, fp8: ArrayLike = False,
+                           family: str = "attention_prefill") -> OpTime:
+    """Time of one causal prefill-attention call over s new tokens per sequence (no cached prefix).
+
+    Plain form (as the step model costs it):
+
+    .. math::
+        F = 2 b H\\,\\mathrm{pairs}(s, w)\\,(d_{qk} + d_v), \\quad
+        D = b s \\left[H (d_{qk} + d_v) b_a + H_{kv} (d_{qk} + d_v) b_{kv}\\right], \\quad
+        t = \\max\\left(\\frac{F}{P \\eta_{ac}}, \\frac{D}{B \\eta_m}\\right) + t_k
+
+    With ``op_params[family]`` (``attention_prefill`` or ``mla_prefill``) the compute efficiency
+    grows with the head size, :math:`\\eta = \\eta_{max} \\bar d / (\\bar d + d_{1/2})`,
+    :math:`\\bar d = (d_{qk} + d_v)/2` (keys ``compute``, ``compute_fp8`` for fp8 FMHA rows,
+    ``head_dim_half``); each (sequence, head, 128-query tile) adds ``tile_cost`` [s] of compute time;
+    ``memory``, ``kernel_overhead`` and ``overlap`` as for GEMMs.
+
+    Parameters
+    ----------
+    batch, isl : array_like
+        Sequences b and new tokens s per sequence.
+    heads, kv_heads : array_like
+        Query and KV heads on the device (MLA prefill: kv_heads = heads).
+    d_qk, d_v : array_like
+        Head dimensions of query/key and of value.
+    peak_flops, bandwidth : float
+        Dense peak P [FLOP/s] of the FMHA format and memory bandwidth B [B/s].
+    eff : Efficiency
+        Profile.
+    window : array_like
+        Sliding window [tokens], 0 = full causal attention.
+    kv_bytes : array_like
+        Bytes per K/V element.
+    act_bytes : float
+        Bytes per Q/O element.
+    fp8 : array_like of bool
+        Rows whose FMHA runs in fp8 (selects ``compute_fp8``).
+    family : str
+        Key of the shape terms in ``eff.op_params``.
+    """
+    b, s, H, Hk = (np.asarray(x, dtype=float) for x in (batch, isl, heads, kv_heads))
+    dqv = np.asarray(d_qk, dtype=float) + np.asarray(d_v, dtype=float)
+    flops = 2.0 * b * H * causal_pairs(s, window) * dqv
+    data = b * s * (H * dqv * act_bytes + Hk * dqv * np.asarray(kv_bytes, dtype=float))
+    terms = eff.op(family)
+    if not terms:
+        return op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.memory,
+                       eff.kernel_overhead)
+    eta_max = np.where(np.asarray(fp8, dtype=bool), terms.get("compute_fp8", eff.attention_compute),
+                       terms.get("compute", eff.attention_compute))
+    eta = eta_max * (dqv / 2.0) / (dqv / 2.0 + terms.get("head_dim_half", 0.0))
+    t = op_time(flops, data, peak_flops, bandwidth, eta, terms.get("memory", eff.memory),
+                terms.get("kernel_overhead", eff.kernel_overhead), overlap=terms.get("overlap", math.inf))
+    tiles = b * H * np.ceil(s / 128.0)
+    return OpTime(t.compute + tiles * terms.get("tile_cost", 0.0), t.memory, t.overhead, t.overlap)

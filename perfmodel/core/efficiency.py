@@ -54,6 +54,11 @@ class Efficiency:
         Profile name and provenance (data used, date, fit residual).
     fallback : bool
         True when the accelerator has no measurements of its own and borrows a family profile.
+    op_params : dict[str, dict[str, float]]
+        Optional shape-dependent terms per op family, fitted by :mod:`perfmodel.calibration.fit_ops`
+        (keys ``gemm.<format>``, ``attention_decode``, ``mla_decode``, ``attention_prefill``,
+        ``mla_prefill``, ``nccl``). Empty (the default) means the plain roofline above; the cost
+        functions of :mod:`perfmodel.core.costs` that read them document each key.
     """
 
     gemm_compute: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
@@ -68,6 +73,11 @@ class Efficiency:
     name: str = "datasheet"
     source: str = "datasheet peaks, no efficiency loss (pure roofline)"
     fallback: bool = False
+    op_params: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def op(self, family: str) -> dict[str, float]:
+        """Shape-dependent terms of an op family (empty dict when the profile has none)."""
+        return self.op_params.get(family, {})
 
     def gemm_eta(self, compute: str) -> float:
         """η_c,max for a compute format key."""
@@ -84,6 +94,10 @@ class Efficiency:
         for f in ("gemm_m_half", "kernel_overhead", "collective_alpha", "step_overhead"):
             if getattr(self, f) < 0:
                 raise SpecError(f"efficiency.{f}: must be >= 0, got {getattr(self, f)}")
+        for fam, terms in self.op_params.items():
+            for k, v in terms.items():
+                if not (isinstance(v, (int, float)) and v >= 0):
+                    raise SpecError(f"efficiency.op_params.{fam}.{k}: must be a number >= 0, got {v!r}")
 
 
 DATASHEET = Efficiency()

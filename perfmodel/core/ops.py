@@ -74,8 +74,11 @@ class StepShape:
 class Op:
     """One op on a device: work per occurrence and how often it occurs per step.
 
-    ``m`` is the GEMM token dimension (sets compute efficiency); ``kernels`` counts launches.
-    ``weight_bytes`` is the part of ``bytes`` that is weights (for breakdowns).
+    ``m`` is the GEMM token dimension (sets compute efficiency); ``n`` and ``k`` the output and
+    reduction sizes where known (wave quantisation); ``kernels`` counts launches; ``weight_bytes`` is
+    the part of ``bytes`` that is weights (for breakdowns). ``attention`` holds the shape of an
+    attention op (sequences, heads, head sizes...) for the calibrated attention cost forms of
+    :mod:`perfmodel.core.costs`.
     """
 
     name: str
@@ -86,6 +89,9 @@ class Op:
     m: np.ndarray | float = 1.0
     kernels: float = 1.0
     weight_bytes: np.ndarray | float = 0.0
+    n: float | None = None
+    k: float | None = None
+    attention: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,7 @@ def _gemm(name: str, op_class: OpClass, m, n: float, k: float, wb: float, ab: fl
     w = n * k * wb
     present = (m > 0).astype(float)
     return Op(name, op_class, "gemm", (2.0 * n * k) * m, present * w + m * ((n + k) * ab),
-              m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=present * w)
+              m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=present * w, n=n, k=k)
 
 
 def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
@@ -182,14 +188,29 @@ def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Prec
         q_o_elems = nq * (d + dv)
         o_in = nq * dv
     # attention core: decode reads the cached context; prefill is causal over the chunk
+    mla_kind = model.attention == "mla"
+    if mla_kind:
+        dec_dims, pre_dims = (kv_e, float(mla.kv_lora_rank)), (float(d_qk), float(mla.v_head_dim))
+        streams, pre_kv_heads = 1.0, nq
+    else:
+        dec_dims = pre_dims = (float(model.head_dim), float(model.v_head_dim))
+        streams = pre_kv_heads = local_kv_heads(model, par.tp)
     ops.append(Op("attention_decode", "attention", "attention_decode",
                   dec_a * dec_flops_per * attended,
                   dec_a * (attended * kv_e * kvb + q_o_elems * ab),
-                  m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0)))
+                  m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
+                  attention={"family": "mla_decode" if mla_kind else "attention_decode",
+                             "batch": dec_a, "kv_len": attended, "heads": nq, "kv_width": kv_e,
+                             "d_qk": dec_dims[0], "d_v": dec_dims[1], "kv_bytes": kvb,
+                             "kv_streams": streams}))
     ops.append(Op("attention_prefill", "attention", "attention_prefill",
                   pre_a * pre_flops_per * pairs,
                   pre_a * ((past_read + s.chunk) * kv_e * kvb + s.chunk * q_o_elems * ab),
-                  m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0)))
+                  m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0),
+                  attention={"family": "mla_prefill" if mla_kind else "attention_prefill",
+                             "batch": pre_a, "isl": s.chunk, "heads": nq, "kv_heads": pre_kv_heads,
+                             "d_qk": pre_dims[0], "d_v": pre_dims[1], "kv_bytes": kvb,
+                             "window": group.window or 0}))
     ops.append(_gemm("o_proj", "attention_proj", t_a, h, o_in, wb, ab))
     return ops
 
@@ -231,7 +252,7 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     data = hit_local * w_expert + routed_local * (2 * h + mats * inter) * ab
     ops.append(Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
                   m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
-                  weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0)))
+                  weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h)))
     if moe.shared_intermediate_size:
         s_inter = moe.shared_intermediate_size / g
         ops.append(_gemm("shared_up", "moe", t, (mats - 1) * s_inter, h, wb, ab))

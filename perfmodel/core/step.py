@@ -17,7 +17,15 @@ from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..modelspec import ModelSpec, load_model
 from ..precision import Precision
 from . import comm
-from .costs import gemm_compute_eta, op_time
+from .costs import (
+    OpTime,
+    attention_decode_time,
+    attention_prefill_time,
+    causal_pairs,
+    gemm_compute_eta,
+    gemm_cost,
+    op_time,
+)
 from .efficiency import Efficiency, profile_for
 from .memory import DEFAULT_RESERVE, kv_bytes_per_token_device, max_sequences, weights_per_device
 from .ops import (
@@ -175,6 +183,11 @@ class StepModel:
         self.reserve = reserve
         self.expert_imbalance = expert_imbalance
         self.peak = self.hardware.peak_flops(self.precision.compute)
+        # attention runs in bf16 (fp8 FMHA is an engine option); SRAM parts may publish only fp8
+        try:
+            self.attention_peak = self.hardware.peak_flops("bf16")
+        except KeyError:
+            self.attention_peak = self.peak
         self.bandwidth = self.hardware.memory_bandwidth
         self.link_bandwidth, self.link_alpha, self.link_id = self._collective_link(scale_up)
 
@@ -241,18 +254,43 @@ class StepModel:
         return fn[msg.kind](msg.size, n, bw, self.link_alpha)
 
     def _op_parts(self, op: Op):
+        """Cost of one op with the profile: calibrated shape terms where the profile has them."""
         eff = self.efficiency
         if op.kind == "gemm":
-            eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.compute), eff.gemm_m_half)
-            eta_m = eff.memory
-        elif op.kind == "attention_decode":
+            if op.k is None:  # per-head batched products (MLA absorption): plain GEMM form
+                eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.compute), eff.gemm_m_half)
+                return op_time(op.flops, op.bytes, self.peak, self.bandwidth, eta_c, eff.memory,
+                               eff.kernel_overhead, op.kernels)
+            return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
+                             self.precision.compute, op.kernels)
+        if op.kind == "attention_decode" and op.attention and eff.op(op.attention["family"]):
+            a = op.attention
+            t = attention_decode_time(a["batch"], a["kv_len"], a["heads"], a["kv_width"], a["d_qk"],
+                                      a["d_v"], a["kv_bytes"], self.attention_peak, self.bandwidth, eff,
+                                      kv_streams=a["kv_streams"], act_bytes=self.precision.act_bytes,
+                                      family=a["family"])
+            return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap)
+        if op.kind == "attention_prefill" and op.attention and eff.op(op.attention["family"]):
+            a = op.attention
+            t = attention_prefill_time(a["batch"], a["isl"], a["heads"], a["kv_heads"], a["d_qk"], a["d_v"],
+                                       self.attention_peak, self.bandwidth, eff, window=a["window"],
+                                       kv_bytes=a["kv_bytes"], act_bytes=self.precision.act_bytes,
+                                       family=a["family"])
+            # the form is fitted without a cached prefix: scale to this op's pairs and bytes
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f_no_past = 2.0 * a["batch"] * a["heads"] * causal_pairs(a["isl"], a["window"]) * (
+                    a["d_qk"] + a["d_v"])
+                cscale = np.where(f_no_past > 0, op.flops / f_no_past, 0.0)
+            return OpTime(t.compute * cscale, np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
+                          t.overhead * op.kernels, t.overlap)
+        if op.kind == "attention_decode":
             eta_c, eta_m = eff.attention_compute, eff.attention_memory
         elif op.kind == "attention_prefill":
             eta_c, eta_m = eff.attention_compute, eff.memory
         else:
             eta_c, eta_m = 1.0, eff.memory
         # memory-only ops have no FLOPs: they need no vector peak (SRAM parts may publish only fp8)
-        peak = self.peak if op.kind in ("gemm", "memory") else self.hardware.peak_flops("bf16")
+        peak = self.peak if op.kind == "memory" else self.attention_peak
         return op_time(op.flops, op.bytes, peak, self.bandwidth, eta_c, eta_m, eff.kernel_overhead,
                        op.kernels)
 

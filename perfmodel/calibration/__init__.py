@@ -1,0 +1,23 @@
+"""Calibration of the efficiency profiles against measured per-op latencies.
+
+* :mod:`~perfmodel.calibration.ops_data` reads the per-op tables (SI units, accelerator ids, split);
+* :mod:`~perfmodel.calibration.fit_ops` fits the profiles ``perfmodel/data/calibration/*.yaml``
+  (``python -m perfmodel.calibration.fit_ops --out perfmodel/data/calibration``);
+* :mod:`~perfmodel.calibration.op_validation` predicts each measured row with a profile and
+  summarises the error.
+"""
+
+from .ops_data import (
+    DTYPE_TO_COMPUTE,
+    DTYPE_TO_FORMAT,
+    SYSTEM_TO_ACCELERATOR,
+    TABLES,
+    default_ops_dir,
+    device,
+    read_table,
+    table_kind,
+    tidy,
+)
+
+__all__ = ["DTYPE_TO_COMPUTE", "DTYPE_TO_FORMAT", "SYSTEM_TO_ACCELERATOR", "TABLES", "default_ops_dir",
+           "device", "read_table", "table_kind", "tidy"]

@@ -1,0 +1,191 @@
+"""Readers of the measured per-op tables (AIConfigurator ``aiconfigurator-core`` 0.12.0 extracts).
+
+Each table is a gzipped CSV (``gemm``, ``attention_decode``, ``attention_prefill``, ``mla_decode``,
+``mla_prefill``, ``nccl``, ``custom_allreduce``, ``moe``; see ``PROVENANCE.md`` beside the full
+tables). :func:`read_table` returns a tidy frame in SI units: ``latency_s`` [s] (from ``latency_ms``),
+``message_bytes`` [B] for collectives, plus ``accelerator`` (perfmodel id) and ``split`` (``train`` or
+``test``, a deterministic 80/20 split by a hash of the row's shape key, the same for every system so a
+held-out shape is held out everywhere).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+TABLES = ("gemm", "attention_decode", "attention_prefill", "mla_decode", "mla_prefill", "nccl",
+          "custom_allreduce", "moe")
+
+#: AIConfigurator system name -> perfmodel accelerator id.
+SYSTEM_TO_ACCELERATOR = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200",
+                         "gb200": "gb200"}
+#: Table dtype name -> perfmodel compute key (selects the dense peak).
+DTYPE_TO_COMPUTE = {"bfloat16": "bf16", "float16": "bf16", "half": "bf16", "fp8": "fp8",
+                    "fp8_block": "fp8", "nvfp4": "fp4", "w4a16_mxfp4": "bf16", "w4a8_mxfp4_mxfp8": "fp8"}
+#: Table dtype name -> GEMM format key of the fitted terms (``gemm_compute`` / ``op_params``).
+DTYPE_TO_FORMAT = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4",
+                   "w4a16_mxfp4": "bf16", "w4a8_mxfp4_mxfp8": "fp8"}
+#: Bytes per weight element (nvfp4: 4 bit + one fp8 scale per 16 elements; mxfp4: one per 32).
+WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4.0 / (128 * 128), "nvfp4": 0.5625,
+                "w4a16_mxfp4": 0.53125, "w4a8_mxfp4_mxfp8": 0.53125}
+KV_BYTES = {"bfloat16": 2.0, "fp8": 1.0}
+
+#: Columns of a table's shape key (the split unit); the system is deliberately not part of it.
+SHAPE_KEYS = {
+    "gemm": ("m", "n", "k"),
+    "attention_decode": ("batch_size", "kv_len", "num_heads", "num_key_value_heads", "head_dim",
+                         "window_size", "kv_cache_dtype"),
+    "attention_prefill": ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
+                          "window_size", "attn_dtype", "kv_cache_dtype"),
+    "mla_decode": ("batch_size", "kv_len", "num_heads", "kv_cache_dtype"),
+    "mla_prefill": ("batch_size", "isl", "num_heads", "kv_cache_dtype"),
+    "nccl": ("op", "dtype", "num_gpus", "message_size_bytes"),
+    "custom_allreduce": ("num_gpus", "message_size_bytes"),
+    "moe": ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+            "moe_ep_size", "distribution"),
+}
+TRAIN_PERCENT = 80
+
+
+@dataclass(frozen=True)
+class Device:
+    """Datasheet figures of one measured accelerator (dense peaks [FLOP/s], bandwidths [B/s])."""
+
+    accelerator: str
+    peaks: dict[str, float]
+    bandwidth: float
+    link_bandwidth: float
+    sm_count: int
+    source: str
+
+    def peak(self, compute: str) -> float:
+        """Dense peak [FLOP/s] for a compute key; ``ConfigError`` if the part has none."""
+        if compute not in self.peaks:
+            raise ConfigError(f"{self.accelerator}: no {compute} peak")
+        return self.peaks[compute]
+
+
+#: Datasheet numbers (dense) used when the hardware specs cannot be read. NVLink per direction.
+DATASHEET = {
+    "h100-sxm": Device("h100-sxm", {"bf16": 989e12, "fp8": 1979e12}, 3.35e12, 450e9, 132, "constants"),
+    "h200-sxm": Device("h200-sxm", {"bf16": 989e12, "fp8": 1979e12}, 4.8e12, 450e9, 132, "constants"),
+    "b200": Device("b200", {"bf16": 2.25e15, "fp8": 4.5e15, "fp4": 9e15}, 8.0e12, 900e9, 148,
+                   "constants"),
+    "gb200": Device("gb200", {"bf16": 2.5e15, "fp8": 5e15, "fp4": 1e16}, 8.0e12, 900e9, 148,
+                    "constants"),
+}
+
+
+def device(accelerator: str) -> Device:
+    """Datasheet figures for a measured accelerator: shipped hardware spec where it has them all.
+
+    Peaks and HBM bandwidth come from ``perfmodel.load_accelerator`` when that spec exists and lists
+    every compute key of :data:`DATASHEET`, and the per-direction bandwidth from its scale-up link;
+    otherwise the constants of :data:`DATASHEET` (the values quoted in the project brief) are used.
+    SM counts are always the constants.
+    """
+    base = DATASHEET[accelerator]
+    try:
+        from ..hardware import load_accelerator, load_link
+
+        spec = load_accelerator(accelerator)
+        peaks = {k: float(spec.peak_flops(k)) for k in base.peaks}
+        bw = float(spec.memory_bandwidth)
+        port = spec.scale_up
+        link_bw = float(port.bandwidth.value if port.bandwidth else load_link(port.link).bandwidth.value)
+    except Exception:  # spec absent or incomplete: fall back to the brief's datasheet numbers
+        return base
+    return Device(accelerator, peaks, bw, link_bw, base.sm_count, "hardware_specs")
+
+
+def repo_root() -> Path:
+    """The repository (or installed tree) root: two levels above this package."""
+    return Path(__file__).resolve().parents[2]
+
+
+def default_ops_dir() -> Path:
+    """The full tables (``../shared/data/ops`` beside the repository) or the small test copies."""
+    full = repo_root().parent / "shared" / "data" / "ops"
+    if (full / "gemm.csv.gz").exists():
+        return full
+    return repo_root() / "tests" / "data" / "ops"
+
+
+def table_kind(df: pd.DataFrame) -> str:
+    """Recognise a per-op table from its columns."""
+    cols = set(df.columns)
+    if {"m", "n", "k"} <= cols:
+        return "gemm"
+    if "num_experts" in cols:
+        return "moe"
+    if "mla_dtype" in cols:
+        return "mla_decode" if (df["isl"] == 1).all() and (df["step"] > 0).all() else "mla_prefill"
+    if "head_dim" in cols:
+        return "attention_decode" if (df["isl"] == 1).all() and (df["step"] > 0).all() \
+            else "attention_prefill"
+    if "implementation" in cols:
+        return "custom_allreduce"
+    if {"op", "num_gpus", "message_size_bytes"} <= cols:
+        return "nccl"
+    raise ConfigError(f"unrecognised per-op table (columns {sorted(cols)})")
+
+
+def shape_hash(df: pd.DataFrame, kind: str) -> np.ndarray:
+    """Deterministic bucket 0..99 of each row's shape key (CRC-32 of ``kind|v1|v2|...``)."""
+    keys = pd.Series(kind, index=df.index)
+    for col in SHAPE_KEYS[kind]:
+        keys = keys + "|" + df[col].astype(str)
+    codes, uniques = pd.factorize(keys)
+    buckets = np.array([zlib.crc32(k.encode()) % 100 for k in uniques], dtype=int)
+    return buckets[codes]
+
+
+def tidy(df: pd.DataFrame, kind: str | None = None) -> pd.DataFrame:
+    """Add SI columns, the accelerator id and the train/test split to a raw table (copy)."""
+    kind = kind or table_kind(df)
+    out = df.copy()
+    out["kind"] = kind
+    out["latency_s"] = out["latency_ms"].astype(float) * 1e-3
+    out["accelerator"] = out["system"].map(SYSTEM_TO_ACCELERATOR)
+    if "message_size_bytes" in out:
+        out["message_bytes"] = out["message_size_bytes"].astype(float)
+    out["split"] = np.where(shape_hash(out, kind) < TRAIN_PERCENT, "train", "test")
+    return out
+
+
+def read_table(kind: str, root: str | Path | None = None) -> pd.DataFrame:
+    """Read ``<root>/<kind>.csv.gz`` as a tidy frame (see :func:`tidy`)."""
+    if kind not in TABLES:
+        raise ConfigError(f"table: expected one of {TABLES}, got {kind!r}")
+    path = Path(root or default_ops_dir()) / f"{kind}.csv.gz"
+    if not path.exists():
+        raise ConfigError(f"{path}: per-op table not found")
+    return tidy(pd.read_csv(path), kind)
+
+
+def file_digest(path: str | Path) -> str:
+    """First 16 hex digits of the file's SHA-256 (for provenance)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def sample_tables(src: str | Path, dst: str | Path, rows: int = 3000, seed: int = 0) -> dict[str, int]:
+    """Write a deterministic sample (at most ``rows`` per table, spread evenly over the systems) of
+    every per-op table in ``src`` to ``dst`` (gzipped CSV, original columns). Returns rows written."""
+    src, dst = Path(src), Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for kind in TABLES:
+        df = pd.read_csv(src / f"{kind}.csv.gz")
+        per = rows // df["system"].nunique()
+        parts = [g.sample(min(len(g), per), random_state=seed) for _, g in df.groupby("system")]
+        out = pd.concat(parts).sort_index()
+        out.to_csv(dst / f"{kind}.csv.gz", index=False, compression={"method": "gzip", "mtime": 0})
+        written[kind] = len(out)
+    return written

@@ -1,0 +1,166 @@
+"""Calibration profiles, per-op validation and the fit (on the small samples in tests/data/ops)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from perfmodel.calibration import fit_ops, ops_data
+from perfmodel.calibration.op_validation import predict_table, validate_table
+from perfmodel.core.costs import OpTime, gemm_time, smooth_max
+from perfmodel.core.efficiency import DATASHEET, Efficiency, load_profile
+
+SAMPLES = Path(__file__).parent / "data" / "ops"
+PROFILES = Path(__file__).parents[1] / "perfmodel" / "data" / "calibration"
+ACCELERATORS = ("h100-sxm", "h200-sxm", "b200", "gb200")
+HOPPER = ("h100_sxm", "h200_sxm")
+# Held-out median |error| bounds [%]. GEMM and Blackwell decode attention meet the 10 % target;
+# Hopper GQA decode attention does not (17.2 % H100, 20.2 % H200 on the full tables: TRT-LLM picks
+# different decode kernels by head grouping and KV dtype, which a roofline does not see), so its
+# bounds are regression bounds on the values reached, not the target. FULL: the full-table numbers
+# recorded in the profiles' provenance; SAMPLE: recomputed here on tests/data/ops (GQA + MLA rows).
+GEMM_BOUND = 10.0
+DECODE_BOUND_FULL = {"b200": 10.0, "gb200": 10.0, "h100-sxm": 19.0, "h200-sxm": 22.0}
+MLA_DECODE_BOUND_FULL = 13.0
+DECODE_BOUND_SAMPLE = {"b200_sxm": 10.0, "gb200": 10.0, "h100_sxm": 14.0, "h200_sxm": 18.0}
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, pd.DataFrame]:
+    return {k: ops_data.read_table(k, SAMPLES) for k in ops_data.TABLES}
+
+
+@pytest.fixture(scope="module")
+def calibrated(tables) -> dict[str, pd.DataFrame]:
+    return {k: predict_table(v, "calibrated") for k, v in tables.items()}
+
+
+def _median_abs(df: pd.DataFrame) -> float:
+    ok = df["skip_reason"] == ""
+    return float(np.median(np.abs(df.loc[ok, "predicted_s"] / df.loc[ok, "latency_s"] - 1.0)) * 100)
+
+
+@pytest.mark.parametrize("acc", ACCELERATORS)
+def test_profile_loads_in_physical_ranges(acc):
+    eff = load_profile(acc)
+    assert eff.name == acc and "aiconfigurator-core 0.12.0" in eff.source
+    assert set(eff.gemm_compute) >= {"bf16", "fp8", "default"}
+    assert all(0.2 < v <= 1.0 for v in eff.gemm_compute.values())
+    assert 0 <= eff.gemm_m_half <= 4096
+    assert 0.3 < eff.memory <= 1.0 and 0.3 < eff.attention_memory <= 1.0
+    assert 0.05 < eff.attention_compute <= 1.0
+    assert 0.5e-6 < eff.kernel_overhead < 30e-6
+    assert 0.5e-6 < eff.collective_alpha < 30e-6 and 0.2 < eff.collective_bandwidth <= 1.0
+    assert eff.step_overhead == 0.0
+    for fam, terms in eff.op_params.items():
+        assert fam.split(".")[0] in {"gemm", "attention_decode", "mla_decode", "attention_prefill",
+                                     "mla_prefill", "nccl"}
+        for key in ("compute", "memory", "bandwidth", "compute_fp8"):
+            if key in terms:
+                assert 0 < terms[key] <= 1.0, (fam, key)
+        if "kernel_overhead" in terms:
+            assert 0.5e-6 < terms["kernel_overhead"] < 50e-6
+        if "overlap" in terms:
+            assert 1.0 <= terms["overlap"] <= 20.0
+
+
+@pytest.mark.parametrize("acc", ACCELERATORS)
+def test_profile_provenance(acc):
+    doc = yaml.safe_load((PROFILES / f"{acc}.yaml").read_text())
+    prov = doc["provenance"]
+    assert doc["name"] == acc and prov["date"]
+    files = prov["data"]["files"]
+    assert set(files) == {f"{k}.csv.gz" for k in ops_data.TABLES}
+    for f in files.values():
+        assert f["train"] + f["test"] == f["rows"] > 0 and len(f["sha256_16"]) == 16
+    err = prov["errors_pct"]
+    held = {k: v["calibrated"]["test"]["median_abs_pct_error"] for k, v in err.items()}
+    assert held["gemm"] <= GEMM_BOUND
+    assert held["attention_decode"] <= DECODE_BOUND_FULL[acc]
+    assert held["mla_decode"] <= MLA_DECODE_BOUND_FULL
+    for kind, v in err.items():  # calibrated beats the datasheet roofline on held-out rows
+        assert held[kind] < v["datasheet"]["test"]["median_abs_pct_error"], kind
+    # the profile was fitted with the datasheet figures the hardware specs give today
+    dev = ops_data.device(acc)
+    assert prov["datasheet"]["peaks_flops"] == pytest.approx(dev.peaks, rel=0.02)
+    assert prov["datasheet"]["hbm_bandwidth"] == pytest.approx(dev.bandwidth, rel=0.02)
+
+
+def test_heldout_gemm_error(calibrated):
+    test = calibrated["gemm"][calibrated["gemm"]["split"] == "test"]
+    for system, g in test.groupby("system"):
+        assert _median_abs(g) <= GEMM_BOUND, system
+
+
+def test_heldout_decode_attention_error(calibrated):
+    both = pd.concat([calibrated["attention_decode"], calibrated["mla_decode"]])
+    test = both[both["split"] == "test"]
+    for system, g in test.groupby("system"):
+        assert _median_abs(g) <= DECODE_BOUND_SAMPLE[system], system
+
+
+@pytest.mark.parametrize("kind", ops_data.TABLES)
+def test_calibrated_beats_datasheet(tables, kind):
+    cal = validate_table(tables[kind], "calibrated", split="test")["latency"]["median_abs_pct_error"]
+    raw = validate_table(tables[kind], "datasheet", split="test")["latency"]["median_abs_pct_error"]
+    assert cal < raw, (kind, cal, raw)
+
+
+def test_summary_shape_and_skips(tables):
+    df = pd.read_csv(SAMPLES / "gemm.csv.gz").head(50)  # raw rows, edited before tidying
+    df.loc[df.index[:3], "dtype"] = "int4_awq"          # unknown format -> skipped, counted
+    df.loc[df.index[3:5], "system"] = "mi300x"          # unknown system -> skipped, counted
+    s = validate_table(df, "calibrated")
+    assert set(s) == {"table", "rows", "predicted", "skipped", "skipped_reasons", "latency", "by"}
+    assert s["table"] == "gemm" and s["rows"] == 50
+    assert s["predicted"] + s["skipped"] == 50 and s["skipped"] == 5
+    assert sum(s["skipped_reasons"].values()) == 5
+    assert set(s["latency"]) == {"rows", "median_abs_pct_error", "p90_abs_pct_error", "bias_pct"}
+    assert {"system", "dtype", "split"} <= set(s["by"])
+    h100_fp4 = tables["gemm"][tables["gemm"]["system"] == "h100_sxm"].head(2).assign(dtype="nvfp4")
+    s = validate_table(h100_fp4, "calibrated")
+    assert s["skipped_reasons"] == {"no fp4 peak on h100-sxm": 2}
+
+
+def test_table_recognition_and_units(tables):
+    for kind, df in tables.items():
+        raw = pd.read_csv(SAMPLES / f"{kind}.csv.gz")
+        assert ops_data.table_kind(raw) == kind
+        assert np.allclose(df["latency_s"], raw["latency_ms"] * 1e-3)
+        assert set(df["accelerator"]) <= set(ACCELERATORS)
+    assert ops_data.SYSTEM_TO_ACCELERATOR["b200_sxm"] == "b200"
+    assert ops_data.DTYPE_TO_COMPUTE["fp8_block"] == "fp8" and ops_data.DTYPE_TO_COMPUTE["nvfp4"] == "fp4"
+
+
+def test_split_is_deterministic_and_by_shape(tables):
+    g = tables["gemm"]
+    again = ops_data.read_table("gemm", SAMPLES)
+    assert (g["split"].to_numpy() == again["split"].to_numpy()).all()
+    assert 0.7 < (g["split"] == "train").mean() < 0.9
+    # one shape is on one side on every system
+    assert (g.groupby(["m", "n", "k"])["split"].nunique() == 1).all()
+
+
+def test_fit_is_deterministic(tables):
+    one = fit_ops.fit_system("gb200", tables, max_rows=200)
+    two = fit_ops.fit_system("gb200", tables, max_rows=200)
+    assert one == two
+    assert one.op("gemm.bf16") and 0 < one.gemm_compute["bf16"] <= 1
+
+
+def test_costs_extension_is_backward_compatible():
+    m, n, k = np.array([1.0, 64.0, 4096.0]), 4096.0, 4096.0
+    plain = Efficiency(gemm_compute={"bf16": 0.8}, gemm_m_half=32.0, memory=0.9, kernel_overhead=4e-6)
+    t = gemm_time(m, n, k, 1e15, 4e12, plain, "bf16", 2.0)
+    flops, data = 2 * m * n * k, n * k * 2 + (m * k + m * n) * 2
+    expect = np.maximum(flops / (1e15 * 0.8 * m / (m + 32)), data / (4e12 * 0.9)) + 4e-6
+    assert np.allclose(t.total, expect) and math.isinf(t.overlap)
+    assert np.allclose(gemm_time(m, n, k, 1e15, 4e12, DATASHEET, "bf16", 2.0).total,
+                       np.maximum(flops / 1e15, data / 4e12))
+    assert np.allclose(smooth_max([1.0, 3.0], [2.0, 0.0], 1.0), [3.0, 3.0])
+    assert np.allclose(OpTime(np.array([1.0]), np.array([1.0]), np.array([0.0]), 2.0).total, [2**0.5])
