@@ -146,3 +146,14 @@ def test_cli_predict_errors_are_one_line(capsys):
     assert main(["predict", "--model", "llama-3.1-8b", "--hardware", "h100-sxn"]) == 2
     err = capsys.readouterr().err
     assert "h100-sxm" in err and "Traceback" not in err
+
+
+def test_max_batch_agrees_with_fits():
+    p = pm.predict("llama-3.1-70b", "h100-sxm", tp=2, isl=2048, osl=256, batch=[1, 2, 8, 32])
+    for b, fits, mx in zip(p.batch, p.fits, p.max_batch_at_context, strict=True):
+        assert bool(fits) == (b <= mx)
+    q = pm.predict("llama-3.1-8b", "h100-sxm", isl=2048, osl=256, batch=np.arange(1, 400, 7))
+    mx = q.max_batch_at_context[0]
+    assert np.all(q.fits == (q.batch <= mx))
+    edge = pm.predict("llama-3.1-8b", "h100-sxm", isl=2048, osl=256, batch=[mx, mx + 1])
+    assert edge.fits.tolist() == [True, False]

@@ -139,3 +139,27 @@ def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: fl
     with np.errstate(divide="ignore"):
         n = np.floor(np.maximum(free, 0.0) / per_seq)
     return n * par.dp_attention
+
+
+def max_static_batch(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, isl, context,
+                     reserve: float = DEFAULT_RESERVE, kv_on_device: float = 1.0,
+                     step_tokens: float = 16384.0) -> np.ndarray:
+    r"""Largest static batch B that fits with the same accounting as ``predict``'s ``fits``.
+
+    The prefill workspace covers min(B·isl, step_tokens) tokens, so the bound has two regimes:
+
+    .. math::
+        W + B\,(k + a\,s) \le U \;\; (B s \le T), \qquad W + B\,k + a\,T \le U \;\; (B s > T)
+
+    with U the usable memory, W the weights, k the device KV bytes of one sequence at ``context``,
+    a the workspace bytes per token, s = isl and T = ``step_tokens``.
+    """
+    isl = np.asarray(isl, dtype=float)
+    usable = capacity * (1.0 - reserve) - weights_per_device(model, par, prec)
+    per_seq = kv_on_device * kv_bytes_per_token_device(model, par, prec, context) / par.dp_attention
+    per_tok = float(workspace_bytes(model, par, prec, 1.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        small = np.minimum(np.floor(usable / (per_seq + per_tok * isl)), np.floor(step_tokens / isl))
+        large = np.floor((usable - per_tok * step_tokens) / per_seq)
+    large = np.where(large * isl > step_tokens, large, 0.0)
+    return np.maximum(np.maximum(small, large), 0.0)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .memory import kv_bytes_per_token_device, max_sequences, workspace_bytes
+from .memory import kv_bytes_per_token_device, max_static_batch, workspace_bytes
 from .ops import StepShape
 from .roofline import e2e_latency
 from .step import StepBreakdown, StepModel
@@ -233,8 +233,8 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     par, prec, mdl = sm.parallel, sm.precision, sm.model
     on_device = 1.0 - sm.kv_host_fraction
     kv_dev = on_device * (b / par.dp_attention) * kv_bytes_per_token_device(mdl, par, prec, i + o)
-    max_batch = max_sequences(mdl, par, prec, sm.hardware.memory_capacity, i + o, sm.reserve,
-                              WORKSPACE_TOKENS) / max(on_device, 1e-12)
+    max_batch = max_static_batch(mdl, par, prec, sm.hardware.memory_capacity, i, i + o, sm.reserve,
+                                 on_device, WORKSPACE_TOKENS)
     work = workspace_bytes(mdl, par, prec, np.minimum(b * i, WORKSPACE_TOKENS))
     used = sm.weights_per_device + kv_dev + work
     usable = sm.hardware.memory_capacity * (1.0 - sm.reserve)

@@ -110,7 +110,12 @@ def styled(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with mpl.rc_context(RC):
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            # Jupyter's inline backend turns interactive mode on lazily, at the first figure, i.e.
+            # inside this context; leaving the context would switch it off again and hide later figures.
+            interactive = mpl.is_interactive()
+        mpl.interactive(interactive)
+        return result
 
     return wrapper  # type: ignore[return-value]
 
