@@ -203,3 +203,12 @@ def test_agent_chain_ranks_deployments():
     assert df.deployment.tolist() == ["b200", "h100"]
     assert df.last_call_isl.iloc[0] == 1000 + 2 * 150
     assert df.tool_s.tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_chain_time_rejects_tool_times_of_the_wrong_length():
+    from perfmodel.errors import ConfigError
+    from perfmodel.planning import chain_time
+
+    assert chain_time(0.1, 0.01, [10, 20], tool_time=[1.0]) == pytest.approx(0.1 + 0.09 + 1.0 + 0.1 + 0.19)
+    with pytest.raises(ConfigError, match="tool_time"):
+        chain_time(0.1, 0.01, [10, 20], tool_time=[1.0, 0.0])

@@ -195,9 +195,16 @@ def chain_time(ttft: ArrayLike, tpot: ArrayLike, output_tokens: ArrayLike, tool_
     time after each call but the last (length K − 1 or a scalar).
     """
     n = np.atleast_1d(np.asarray(output_tokens, dtype=float))
-    t = np.broadcast_to(np.asarray(ttft, dtype=float), n.shape)
-    p = np.broadcast_to(np.asarray(tpot, dtype=float), n.shape)
-    tool = np.broadcast_to(np.asarray(tool_time, dtype=float), (max(n.size - 1, 0),))
+    try:
+        t = np.broadcast_to(np.asarray(ttft, dtype=float), n.shape)
+        p = np.broadcast_to(np.asarray(tpot, dtype=float), n.shape)
+    except ValueError:
+        raise ConfigError(f"ttft, tpot: give one value or one per call ({n.size} calls)") from None
+    try:
+        tool = np.broadcast_to(np.asarray(tool_time, dtype=float), (max(n.size - 1, 0),))
+    except ValueError:
+        raise ConfigError(f"tool_time: give one value or one per gap between calls ({n.size - 1} for "
+                          f"{n.size} calls), got {np.size(tool_time)}") from None
     return float(np.sum(e2e_latency(t, p, n)) + np.sum(tool))
 
 
