@@ -50,9 +50,14 @@ def smooth_max(a: ArrayLike, b: ArrayLike, p: float = math.inf) -> np.ndarray:
     hi = np.maximum(a, b)
     if math.isinf(p):
         return hi
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo_frac = np.where(hi > 0, np.minimum(a, b) / hi, 0.0)
-    return hi * (1.0 + lo_frac**p) ** (1.0 / p)
+    # hi * (1 + (lo/hi)^p)^(1/p), in place on one temporary (this is the hot loop of big sweeps)
+    r = np.minimum(a, b, out=np.empty(np.shape(hi)))
+    np.divide(r, hi, out=r, where=hi > 0)
+    np.power(r, p, out=r)
+    r += 1.0
+    np.power(r, 1.0 / p, out=r)
+    r *= hi
+    return r
 
 
 def gemm_compute_eta(m_tokens: ArrayLike, eta_max: float, m_half: float) -> np.ndarray:
