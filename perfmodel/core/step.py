@@ -262,7 +262,7 @@ class StepModel:
                 return op_time(op.flops, op.bytes, self.peak, self.bandwidth, eta_c, eff.memory,
                                eff.kernel_overhead, op.kernels)
             return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
-                             self.precision.compute, op.kernels)
+                             self.precision.compute, op.kernels, fused_quantization=True)
         if op.kind == "attention_decode" and op.attention and eff.op(op.attention["family"]):
             a = op.attention
             t = attention_decode_time(a["batch"], a["kv_len"], a["heads"], a["kv_width"], a["d_qk"],
