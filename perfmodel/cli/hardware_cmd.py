@@ -9,7 +9,7 @@ from ..errors import UnknownNameError
 from ..hardware import list_hardware, load_hardware
 from ..hardware.schema import Accelerator, HardwareSpec, Link, Port, System, iter_figures
 from ..units import DIMENSIONS, fmt
-from .output import add_format_arg, format_table, print_json
+from .output import add_list_show, format_table, print_json
 
 KINDS = ("accelerator", "link", "system")
 #: Compute formats summarised by ``hardware list``.
@@ -150,21 +150,11 @@ def _show(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``hardware list`` and ``hardware show`` to the top-level parser."""
-    parser = subparsers.add_parser("hardware", help="list shipped hardware specs or show one",
-                                   description="Accelerators, links and systems with sourced figures.")
-    sub = parser.add_subparsers(dest="hardware_command", metavar="ACTION")
-    p_list = sub.add_parser("list", help="shipped accelerators, links and systems with their main figures")
+    p_list = add_list_show(
+        subparsers, "hardware", help="list shipped hardware specs or show one",
+        description="Accelerators, links and systems with sourced figures.",
+        list_help="shipped accelerators, links and systems with their main figures",
+        show_help="one spec: every figure in SI units with its basis and source", show_arg="spec",
+        show_arg_help="shipped id or alias (h100-sxm, H100), or path to a spec YAML file",
+        list_func=_list, show_func=_show)
     p_list.add_argument("--kind", choices=KINDS, default=None, help="only this kind")
-    add_format_arg(p_list)
-    p_list.set_defaults(func=_list)
-    p_show = sub.add_parser("show", help="one spec: every figure in SI units with its basis and source")
-    p_show.add_argument("spec", metavar="ID_OR_PATH",
-                        help="shipped id or alias (h100-sxm, H100), or path to a spec YAML file")
-    add_format_arg(p_show)
-    p_show.set_defaults(func=_show)
-
-    def _help(_: argparse.Namespace) -> int:
-        parser.print_help()
-        return 1
-
-    parser.set_defaults(func=_help)

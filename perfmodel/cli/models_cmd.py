@@ -14,7 +14,7 @@ from ..modelspec import (
     params_total,
 )
 from ..modelspec.derived import params_breakdown
-from .output import add_format_arg, format_table, print_json
+from .output import add_list_show, format_table, print_json
 
 #: KV-cache format of the ``kv_bytes_per_token`` figure shown.
 SHOWN_KV_DTYPE = "bf16"
@@ -122,20 +122,10 @@ def _show(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``models list`` and ``models show`` to the top-level parser."""
-    parser = subparsers.add_parser("models", help="list shipped model architectures or show one",
-                                   description="Model architectures read from HF config.json files.")
-    sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
-    p_list = sub.add_parser("list", help="shipped model ids with parameter counts and KV size")
-    add_format_arg(p_list)
-    p_list.set_defaults(func=_list)
-    p_show = sub.add_parser("show", help="one model: shapes, parameters, KV bytes, layer groups")
-    p_show.add_argument("model", metavar="ID_OR_PATH",
-                        help="shipped id, Hugging Face repo id, or path to a config.json")
-    add_format_arg(p_show)
-    p_show.set_defaults(func=_show)
-
-    def _help(_: argparse.Namespace) -> int:
-        parser.print_help()
-        return 1
-
-    parser.set_defaults(func=_help)
+    add_list_show(
+        subparsers, "models", help="list shipped model architectures or show one",
+        description="Model architectures read from HF config.json files.",
+        list_help="shipped model ids with parameter counts and KV size",
+        show_help="one model: shapes, parameters, KV bytes, layer groups", show_arg="model",
+        show_arg_help="shipped id, Hugging Face repo id, or path to a config.json",
+        list_func=_list, show_func=_show)

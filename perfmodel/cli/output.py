@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    return obj
+from ..plain import plain
 
 
 def print_json(obj: Any) -> None:
     """Print ``obj`` as JSON (numpy types converted, non-finite floats as null)."""
-    print(json.dumps(_jsonable(obj), indent=2))
+    print(json.dumps(plain(obj), indent=2))
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
@@ -49,6 +31,30 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)) for b in body]
     return "\n".join(lines)
+
+
+def add_list_show(subparsers: Any, name: str, help: str, description: str, list_help: str,
+                  show_help: str, show_arg: str, show_arg_help: str, list_func, show_func):
+    """Add ``perfmodel NAME list`` and ``perfmodel NAME show ID_OR_PATH`` (both with ``--format``).
+
+    Returns the ``list`` sub-parser so callers can add filters to it.
+    """
+    parser = subparsers.add_parser(name, help=help, description=description)
+    sub = parser.add_subparsers(dest=f"{name}_command", metavar="ACTION")
+    p_list = sub.add_parser("list", help=list_help)
+    add_format_arg(p_list)
+    p_list.set_defaults(func=list_func)
+    p_show = sub.add_parser("show", help=show_help)
+    p_show.add_argument(show_arg, metavar="ID_OR_PATH", help=show_arg_help)
+    add_format_arg(p_show)
+    p_show.set_defaults(func=show_func)
+
+    def _help(_: Any) -> int:
+        parser.print_help()
+        return 1
+
+    parser.set_defaults(func=_help)
+    return p_list
 
 
 def add_format_arg(parser: Any) -> None:

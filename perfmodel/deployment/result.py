@@ -13,13 +13,13 @@ The per-device memory keys at top level are those of the decode-attention pool.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..plain import plain
 from .power import PoolPower
 
 
@@ -99,20 +99,20 @@ class DeploymentPrediction:
                  for n, p in self.pools.items()}
         out = []
         for k in range(int(np.prod(shape))):
-            rec: dict[str, Any] = {c: _plain(flat[c][k]) for c in self.COLUMNS}
+            rec: dict[str, Any] = {c: plain(flat[c][k]) for c in self.COLUMNS}
             for c in ("batch", "isl", "osl"):
                 rec[c] = int(rec[c])
-            rec.update({c: _plain(self.config[c]) for c in self.CONFIG_KEYS})
+            rec.update({c: plain(self.config[c]) for c in self.CONFIG_KEYS})
             rec["efficiency_fallback"] = bool(self.config["efficiency_fallback"])
             rec["basis"] = self.config["basis"]
             rec["assumptions"] = list(self.assumptions)
             rec["pools"] = {
                 n: {"hardware": p.hardware, "roles": list(p.roles), "layout": p.layout, "devices": p.devices,
                     "memory_fits": bool(pools[n]["memory_fits"][k]), "fit_reason": str(pools[n]["fit_reason"][k]),
-                    "memory_used_bytes_per_device": _plain(pools[n]["memory_used_bytes_per_device"][k]),
-                    "memory_capacity_bytes": _plain(p.memory_capacity_bytes),
-                    "busy_fraction": _plain(pools[n]["busy_fraction"][k]),
-                    "power_w": _plain(p.power.watts), "power_basis": p.power.basis}
+                    "memory_used_bytes_per_device": plain(pools[n]["memory_used_bytes_per_device"][k]),
+                    "memory_capacity_bytes": plain(p.memory_capacity_bytes),
+                    "busy_fraction": plain(pools[n]["busy_fraction"][k]),
+                    "power_w": plain(p.power.watts), "power_basis": p.power.basis}
                 for n, p in self.pools.items()}
             out.append(rec)
         return out
@@ -132,17 +132,3 @@ class DeploymentPrediction:
         return "\n".join(lines)
 
 
-def _plain(v: Any) -> Any:
-    """numpy scalar → Python scalar; non-finite floats → None."""
-    if v is None:
-        return None
-    if isinstance(v, (np.bool_, bool)):
-        return bool(v)
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, np.str_):
-        return str(v)
-    return v
