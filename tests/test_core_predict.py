@@ -157,3 +157,21 @@ def test_max_batch_agrees_with_fits():
     assert np.all(q.fits == (q.batch <= mx))
     edge = pm.predict("llama-3.1-8b", "h100-sxm", isl=2048, osl=256, batch=[mx, mx + 1])
     assert edge.fits.tolist() == [True, False]
+
+
+def test_multi_node_collectives_are_hierarchical():
+    # TP16 over two HGX nodes: inside each node on NVLink, across nodes on the NIC (S/8 per GPU)
+    sm = pm.StepModel("llama-3.1-70b", "h100-sxm", tp=16, efficiency="datasheet")
+    assert sm.domain == 8
+    size = 1e8
+    from perfmodel.core.ops import Message
+
+    t = float(sm._message_time(Message("ar", "all_reduce", np.asarray(size), 16)))
+    nvlink, nic = 450e9, 50e9
+    local = 2 * 2e-6 + 2 * 7 / 8 * size / nvlink  # two-shot inside the node (auto picks it)
+    cross = 2 * 1 * 5e-6 + 2 * 1 / 2 * size / 8 / nic  # 2 nodes: one step each way, S/8 per NIC
+    assert t == pytest.approx(local + cross, rel=1e-9)
+    flat_nic = 2 * 15 / 16 * size / nic
+    assert t < flat_nic  # far cheaper than a flat ring at NIC bandwidth
+    with pytest.raises(pm.ConfigError, match="multiple of the domain"):
+        pm.StepModel("deepseek-v3", "h100-sxm", tp=4, dp_attention=3, ep=4)

@@ -193,6 +193,13 @@ class StepModel:
 
     # ------------------------------------------------------------------ links
     def _collective_link(self, override) -> tuple[float, float, str | None]:
+        """Scale-up link (bandwidth per direction, α, id); also sets the scale-out tier if needed.
+
+        When a stage's group spans more devices than the scale-up domain (multi-node TP or EP),
+        collectives are costed hierarchically: inside each domain on the scale-up link, across
+        domains on the scale-out port (see :meth:`_message_time`).
+        """
+        self.domain, self.out_bandwidth, self.out_alpha = None, np.inf, 0.0
         if self.parallel.group == 1 and self.parallel.pp == 1:
             return np.inf, 0.0, None
         if override is not None:
@@ -202,9 +209,19 @@ class StepModel:
         if port is None:
             raise ConfigError(f"{self.hardware.id} has no scale-up port in its spec; "
                               f"tp*dp_attention*pp > 1 needs one (or pass scale_up=LINK)")
-        if port.domain is not None and self.parallel.group > port.domain:
-            port = self.hardware.scale_out or port
         link = load_link(port.link)
+        if port.domain is not None and self.parallel.group > port.domain:
+            out = self.hardware.scale_out
+            if out is None:
+                raise ConfigError(f"tp*dp_attention = {self.parallel.group} exceeds {self.hardware.id}'s "
+                                  f"scale-up domain of {port.domain} and its spec has no scale-out port")
+            if self.parallel.group % port.domain:
+                raise ConfigError(f"tp*dp_attention = {self.parallel.group} spanning several scale-up "
+                                  f"domains must be a multiple of the domain size {port.domain}")
+            out_link = load_link(out.link)
+            self.domain = port.domain
+            self.out_bandwidth = out.bandwidth.value if out.bandwidth else out_link.bandwidth.value
+            self.out_alpha = out_link.alpha.value
         bw = port.bandwidth.value if port.bandwidth else link.bandwidth.value
         return bw, link.alpha.value, link.id
 
@@ -239,14 +256,37 @@ class StepModel:
         return int(n)
 
     # ------------------------------------------------------------------ time
+    #: Bytes each rank moves, as a fraction of the message size, for n ranks.
+    _VOLUME = {"all_reduce": lambda n: 2.0 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+               "p2p": lambda n: 1.0}
+
     def _message_time(self, msg: Message) -> np.ndarray:
+        """Time of one collective [s], flat within a scale-up domain, hierarchical beyond it.
+
+        Hierarchical (n ranks in domains of d, m = n/d domains): the scale-up part moves the
+        collective's volume over d ranks; the scale-out part moves it over m ranks on a share S/d
+        (all-to-all: the (n − d)/n of the data leaving the domain), with ⌈log2 m⌉ latency steps
+        (twice for an all-reduce) at the scale-out α. Each NIC carries its own GPU's share.
+        """
+        if msg.kind != "p2p" and self.domain is not None and msg.ranks > self.domain:
+            d, m = self.domain, msg.ranks / self.domain
+            local = self._flat_time(Message(msg.name, msg.kind, msg.size, d))
+            bw_out = self.out_bandwidth * self.efficiency.collective_bandwidth
+            if msg.kind == "all_to_all":
+                volume = (msg.ranks - d) / msg.ranks * msg.size
+            else:
+                volume = self._VOLUME[msg.kind](m) * msg.size / d
+            steps = np.ceil(np.log2(m)) * (2.0 if msg.kind == "all_reduce" else 1.0)
+            return local + steps * self.out_alpha + volume / bw_out
+        return self._flat_time(msg)
+
+    def _flat_time(self, msg: Message) -> np.ndarray:
         eff = self.efficiency
         bw = self.link_bandwidth * eff.collective_bandwidth
         n = msg.ranks
         if eff.collective_alpha > 0:  # measured whole-collective latency + volume / bandwidth
-            volume = {"all_reduce": 2.0 * (n - 1) / n, "all_gather": (n - 1) / n,
-                      "reduce_scatter": (n - 1) / n, "all_to_all": (n - 1) / n, "p2p": 1.0}[msg.kind]
-            return np.where(n > 1, eff.collective_alpha + volume * msg.size / bw, 0.0)
+            return np.where(n > 1, eff.collective_alpha + self._VOLUME[msg.kind](n) * msg.size / bw, 0.0)
         fn = {"all_reduce": comm.all_reduce_time, "all_gather": comm.all_gather_time,
               "reduce_scatter": comm.reduce_scatter_time, "all_to_all": comm.all_to_all_time}
         if msg.kind == "p2p":
