@@ -200,6 +200,7 @@ class StepModel:
         domains on the scale-out port (see :meth:`_message_time`).
         """
         self.domain, self.out_bandwidth, self.out_alpha = None, np.inf, 0.0
+        self.assumptions: list[str] = []
         if self.parallel.group == 1 and self.parallel.pp == 1:
             return np.inf, 0.0, None
         if override is not None:
@@ -212,9 +213,13 @@ class StepModel:
         link = load_link(port.link)
         if port.domain is not None and self.parallel.group > port.domain:
             out = self.hardware.scale_out
-            if out is None:
-                raise ConfigError(f"tp*dp_attention = {self.parallel.group} exceeds {self.hardware.id}'s "
-                                  f"scale-up domain of {port.domain} and its spec has no scale-out port")
+            if out is None:  # e.g. LP30: racks joined by the same C2C fabric, no separate NIC published
+                self.assumptions.append(
+                    f"{self.parallel.group} devices exceed {self.hardware.id}'s scale-up domain of "
+                    f"{port.domain} and no scale-out port is specified: collectives are costed flat on "
+                    f"{link.id} across domains")
+                bw = port.bandwidth.value if port.bandwidth else link.bandwidth.value
+                return bw, link.alpha.value, link.id
             if self.parallel.group % port.domain:
                 raise ConfigError(f"tp*dp_attention = {self.parallel.group} spanning several scale-up "
                                   f"domains must be a multiple of the domain size {port.domain}")
