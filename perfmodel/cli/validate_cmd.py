@@ -1,0 +1,102 @@
+"""``perfmodel validate``: predict measured runs and report the error; optionally fit engine overheads.
+
+Examples::
+
+    perfmodel validate --data perfmodel/data/validation/serving_measured.csv --format json
+    perfmodel validate --data serving_measured.csv --efficiency datasheet --out predictions.csv
+    perfmodel validate --data result.json --system h100_sxm --backend vllm --tp 2   # vLLM / AIPerf JSON
+    perfmodel validate --data my_runs.csv --calibrate my_engines.yaml              # fit engine overheads
+"""
+
+from __future__ import annotations
+
+from .output import add_format_arg, format_table, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "validate", help="compare predictions with measured runs (TTFT/TPOT errors)",
+        description="Predict every row of a measurement table (serving_measured.csv schema, "
+                    "published_end_to_end.csv, per-op tables, or a vLLM/AIPerf/GenAI-Perf result JSON) "
+                    "and report per-row errors and aggregates. Rows that cannot be mapped are listed "
+                    "with the reason.")
+    p.add_argument("--data", required=True, help="measurement file (CSV, CSV.gz or benchmark result JSON)")
+    p.add_argument("--efficiency", default="calibrated",
+                   help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'")
+    p.add_argument("--engines", default="calibrated",
+                   help="engine calibration profile: 'calibrated' (default), 'preset' (uncalibrated) "
+                        "or a YAML path")
+    p.add_argument("--out", help="write per-row predictions to this CSV")
+    p.add_argument("--include-anomalous", action="store_true",
+                   help="count rows flagged anomalous in the error figures (default: reported apart)")
+    p.add_argument("--calibrate", metavar="PROFILE.yaml",
+                   help="fit the engine-level parameters on this data and write a calibration profile")
+    g = p.add_argument_group("deployment of a benchmark result JSON")
+    g.add_argument("--system", help="h100_sxm, h200_sxm, b200_sxm, gb200 or an accelerator id")
+    g.add_argument("--backend", choices=("vllm", "sglang", "trtllm"), help="serving engine")
+    g.add_argument("--model", help="HF repo id (default: the one in the file)")
+    g.add_argument("--tp", type=int, default=1)
+    g.add_argument("--pp", type=int, default=1)
+    g.add_argument("--attention-dp", type=int, default=1)
+    g.add_argument("--ep", type=int, default=1)
+    g.add_argument("--replicas", type=int, default=1, help="replicas sharing the client concurrency")
+    g.add_argument("--precision", default="", help="fp8, fp4, int4_wo, bf16 ('' = checkpoint default)")
+    g.add_argument("--concurrency", type=int, help="client concurrency (default: the one in the file)")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def _deployment(args):
+    if not args.data.lower().endswith(".json"):
+        return None
+    from ..errors import ConfigError
+    from ..validation.importers import MeasuredDeployment
+
+    if not args.system or not args.backend:
+        raise ConfigError("--data is a benchmark result JSON: --system and --backend are required "
+                          "(with --tp/--ep/... for the layout)")
+    return MeasuredDeployment(system=args.system, backend=args.backend, model=args.model, tp=args.tp,
+                              pp=args.pp, attention_dp=args.attention_dp, ep=args.ep,
+                              replicas=args.replicas, precision=args.precision,
+                              concurrency=args.concurrency)
+
+
+def _print_table(run) -> None:
+    s = run.summary
+    print(f"{run.kind}: {s.get('rows')} rows, {s.get('predicted')} predicted, {s.get('skipped')} skipped"
+          + (f", {s['anomalous']} flagged anomalous (excluded)" if s.get("anomalous") else ""))
+    metrics = [m for m in ("tpot", "ttft", "batch_latency") if isinstance(s.get(m), dict)]
+    rows = [{"metric": m, **{k: v for k, v in s[m].items()}} for m in metrics]
+    if rows:
+        print(format_table(rows))
+    for group, values in (s.get("by") or {}).items():
+        if run.kind != "serving":
+            continue
+        print(f"\nby {group}:")
+        print(format_table([{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
+                             "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
+                             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()]))
+    if s.get("skipped_reasons"):
+        print("\nskipped:")
+        print(format_table([{"reason": k, "rows": v} for k, v in s["skipped_reasons"].items()]))
+
+
+def run(args) -> int:
+    from ..validation.run import validate_file
+
+    result = validate_file(args.data, efficiency=args.efficiency, engines=args.engines,
+                           deployment=_deployment(args), include_anomalous=args.include_anomalous)
+    if args.out and len(result.predictions):
+        result.predictions.to_csv(args.out, index=False)
+    if args.calibrate:
+        from ..validation.calibrate import calibrate_file
+
+        result.summary["calibration"] = calibrate_file(args.data, args.calibrate, efficiency=args.efficiency,
+                                                       deployment=_deployment(args))
+    if args.format == "json":
+        print_json(result.summary)
+    else:
+        _print_table(result)
+        if args.calibrate:
+            print(f"\nengine calibration written to {args.calibrate}")
+    return 0

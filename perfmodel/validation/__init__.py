@@ -1,0 +1,27 @@
+"""Validation against measured runs and engine-level calibration (see ``docs/validation.md``).
+
+>>> from perfmodel.validation import validate_file
+>>> run = validate_file("perfmodel/data/validation/serving_measured.csv")  # doctest: +SKIP
+>>> run.summary["tpot"]["median_abs_pct_error"]  # doctest: +SKIP
+
+Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> deployments),
+:mod:`~perfmodel.validation.models` (model specs of measured rows), :mod:`~perfmodel.validation.anomalies`
+(physics flags), :mod:`~perfmodel.validation.surrogate` (tabulated step times),
+:mod:`~perfmodel.validation.predict` (closed-loop predictions), :mod:`~perfmodel.validation.bursts`
+(synchronised arrival waves), :mod:`~perfmodel.validation.metrics` (errors),
+:mod:`~perfmodel.validation.engines` (engine parameters and profile files), :mod:`~perfmodel.validation.fit`
+(fit and cross-validation), :mod:`~perfmodel.validation.calibrate` (calibration end to end),
+:mod:`~perfmodel.validation.published` (published static-batch figures),
+:mod:`~perfmodel.validation.importers` (vLLM / AIPerf / GenAI-Perf results), :mod:`~perfmodel.validation.run`
+(entry points), :mod:`~perfmodel.validation.report` (tables and figures).
+"""
+
+from .data import shipped_path
+from .engines import EngineCalibration, load_profile
+from .importers import MeasuredDeployment, import_results
+from .run import ValidationRun, detect_kind, validate_file, validate_serving
+
+__all__ = [
+    "EngineCalibration", "MeasuredDeployment", "ValidationRun", "detect_kind", "import_results",
+    "load_profile", "shipped_path", "validate_file", "validate_serving",
+]

@@ -1,0 +1,194 @@
+"""Engine-level calibration parameters and the calibration profile file that stores them.
+
+Global parameters per serving engine (backend), fitted on measured serving runs
+(:mod:`perfmodel.validation.fit`) — not per model, accelerator or row; kernel efficiencies come from
+the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`FITTED`):
+
+``decode_kernel_scale`` [-]
+    factor on the step model's per-kernel fixed times (its ``kernel_overhead`` terms, measured one
+    kernel at a time) in decode-only steps, which the engines replay as CUDA graphs;
+``prefill_kernel_scale`` [-]
+    the same factor in steps that carry prompt tokens, which the engines launch eagerly from Python
+    (per-kernel CPU launch cost); both also absorb kernels the op model does not list (activation
+    quantisation, RoPE and KV-cache writes, MoE routing and token permutation);
+``request_overhead`` [s]
+    fixed time a request spends outside the engine's steps: HTTP front end, tokenisation, routing,
+    returning the first token. It is part of the measured TTFT, and in a closed loop the request is
+    not in the engine meanwhile, so it enters :func:`perfmodel.serving.steady_state` as client
+    think time and is added to its TTFT;
+``sync_fraction`` [-]
+    how synchronised the closed loop's arrivals are, 0 (spread over the decode steps, the steady
+    state) to 1 (every request arrives with its wave): weight of the wave prefill wait of
+    :mod:`perfmodel.validation.bursts` added to the TTFT.
+
+Held at :data:`FIXED` (still stored, and usable by hand): ``step_overhead`` [s] and
+``seq_overhead`` [s/seq] — the engine profile's host time per step and per sequence — and
+``layer_overhead`` [s/layer], an alternative per-layer form of the kernel term. Fitted together with
+the kernel scales on the public data, the step and sequence overheads went to ≈ 0 for all three engines
+(< 0.02 ms/seq, changing the errors by < 0.2 points), so they are not fitted; see
+``docs/validation.md``.
+
+Profiles live in ``perfmodel/data/engines_fit/<name>.yaml`` (kept apart from
+``perfmodel/data/calibration/``, whose every file is read as a per-accelerator efficiency profile)
+with their provenance: data file and hash, date, efficiency profile used, fit and cross-validated
+errors.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError, unknown_name
+from ..serving import EngineProfile, load_engine
+
+#: ``backend`` column -> shipped engine preset.
+ENGINE_OF_BACKEND = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+
+#: Parameters: name -> (lower bound, upper bound, typical scale) [s, except sync_fraction].
+PARAMETERS: dict[str, tuple[float, float, float]] = {
+    "step_overhead": (0.0, 0.05, 1e-3),
+    "seq_overhead": (0.0, 2e-3, 1e-5),
+    "layer_overhead": (0.0, 1e-3, 1e-5),
+    "decode_kernel_scale": (0.0, 5.0, 0.1),
+    "prefill_kernel_scale": (0.0, 20.0, 0.5),
+    "request_overhead": (1e-3, 1.0, 1e-2),
+    "sync_fraction": (0.0, 1.0, 0.1),
+}
+#: Parameters without a unit.
+DIMENSIONLESS = ("decode_kernel_scale", "prefill_kernel_scale", "sync_fraction")
+#: The parameters fitted.
+FITTED: tuple[str, ...] = ("decode_kernel_scale", "prefill_kernel_scale", "request_overhead", "sync_fraction")
+#: Parameters held fixed in the fit (see module docstring); the rest start from the presets.
+FIXED: dict[str, float] = {"step_overhead": 0.0, "seq_overhead": 0.0, "layer_overhead": 0.0}
+#: Lower bound of ``request_overhead``: a request crosses at least an HTTP hop and the tokeniser.
+MIN_REQUEST_OVERHEAD = PARAMETERS["request_overhead"][0]
+
+
+@dataclass(frozen=True)
+class EngineCalibration:
+    """Fitted engine-level parameters of one backend (see module docstring) [s]."""
+
+    backend: str
+    step_overhead: float
+    seq_overhead: float
+    layer_overhead: float = 0.0
+    decode_kernel_scale: float = 1.0
+    prefill_kernel_scale: float = 1.0
+    request_overhead: float = MIN_REQUEST_OVERHEAD
+    sync_fraction: float = 0.0
+    fit: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def preset(cls, backend: str) -> EngineCalibration:
+        """The shipped engine preset's (uncalibrated) overheads, minimum request overhead."""
+        eng = load_engine(ENGINE_OF_BACKEND[backend])
+        return cls(backend, eng.step_overhead, eng.seq_overhead, 0.0, 1.0, 1.0, MIN_REQUEST_OVERHEAD, 0.0)
+
+    def engine(self) -> EngineProfile:
+        """Engine profile: the backend's preset with the fitted overheads."""
+        return load_engine(ENGINE_OF_BACKEND[self.backend], step_overhead=self.step_overhead,
+                           seq_overhead=self.seq_overhead)
+
+    def values(self) -> dict[str, float]:
+        """Parameter name -> value."""
+        return {k: float(getattr(self, k)) for k in PARAMETERS}
+
+    def with_values(self, values: dict[str, float]) -> EngineCalibration:
+        """Copy with parameters replaced."""
+        return EngineCalibration(self.backend, **{**self.values(), **values})
+
+
+def presets() -> dict[str, EngineCalibration]:
+    """Uncalibrated settings of every backend (shipped presets)."""
+    return {b: EngineCalibration.preset(b) for b in ENGINE_OF_BACKEND}
+
+
+def fit_start() -> dict[str, EngineCalibration]:
+    """Starting points of the fit: the presets with :data:`FIXED` applied."""
+    return {b: c.with_values(FIXED) for b, c in presets().items()}
+
+
+def _root():
+    return resources.files("perfmodel") / "data" / "engines_fit"
+
+
+def list_profiles() -> list[str]:
+    """Names of the shipped engine calibration profiles."""
+    root = _root()
+    try:
+        return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+    except FileNotFoundError:
+        return []
+
+
+def profile_from_dict(data: dict, origin: str) -> dict[str, EngineCalibration]:
+    """Engine calibrations from a profile mapping (the file's content)."""
+    if not isinstance(data, dict) or data.get("kind") != "engine_calibration":
+        raise SpecError(f"{origin}: expected kind: engine_calibration")
+    out = {}
+    for backend, entry in (data.get("engines") or {}).items():
+        if backend not in ENGINE_OF_BACKEND:
+            raise unknown_name(f"{origin}: backend", backend, list(ENGINE_OF_BACKEND))
+        params = {k: float(entry[k]) for k in PARAMETERS if k in entry}
+        extra = set(entry) - set(PARAMETERS) - {"fit"}
+        if extra:
+            raise SpecError(f"{origin}: engines.{backend}: unknown field(s) {sorted(extra)}; allowed: "
+                            f"{sorted(PARAMETERS)} and fit")
+        base = EngineCalibration.preset(backend).values()
+        out[backend] = EngineCalibration(backend, **{**base, **params}, fit=dict(entry.get("fit", {})))
+    return out
+
+
+@functools.cache
+def load_profile(name_or_path: str = "calibrated") -> dict[str, EngineCalibration]:
+    """Engine calibrations by shipped profile name or YAML path; missing backends get presets.
+
+    ``"preset"`` returns the uncalibrated presets.
+    """
+    if name_or_path == "preset":
+        return presets()
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")):
+        data, origin = yaml.safe_load(Path(text).read_text(encoding="utf-8")), text
+    else:
+        if text not in list_profiles():
+            raise unknown_name("engine calibration profile", text, list_profiles() + ["preset"])
+        origin = f"perfmodel/data/engines_fit/{text}.yaml"
+        data = yaml.safe_load((_root() / f"{text}.yaml").read_text(encoding="utf-8"))
+    fitted = profile_from_dict(data, origin)
+    return {**presets(), **fitted}
+
+
+def profile_to_dict(calibrations: dict[str, EngineCalibration], provenance: dict[str, Any],
+                    cross_validation: dict[str, Any] | None = None, name: str = "calibrated") -> dict:
+    """Mapping written to a profile file (parameters, per-backend fit residuals, provenance)."""
+    engines = {}
+    for b, c in sorted(calibrations.items()):
+        entry = {k: float(v) for k, v in c.values().items()}
+        if c.fit:
+            entry["fit"] = c.fit
+        engines[b] = entry
+    out = {"schema_version": 1, "kind": "engine_calibration", "name": name,
+           "parameters": {k: {"unit": "-" if k in DIMENSIONLESS else "s", "bounds": list(v[:2])}
+                          for k, v in PARAMETERS.items()},
+           "provenance": provenance, "engines": engines}
+    if cross_validation:
+        out["cross_validation"] = cross_validation
+    return out
+
+
+def save_profile(path: str | Path, data: dict) -> None:
+    """Write a profile mapping as YAML."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(yaml.safe_dump(data, sort_keys=False, width=110), encoding="utf-8")
+
+
+def as_dict(c: EngineCalibration) -> dict[str, Any]:
+    """Plain mapping of one calibration (for JSON output)."""
+    return asdict(c)

@@ -1,0 +1,204 @@
+"""Predicted mean TTFT and TPOT of measured serving rows (closed loop, continuous batching).
+
+For an aggregated row, each replica runs ``concurrency`` clients in a closed loop with fixed prompt and
+output lengths; :func:`perfmodel.serving.steady_state` gives the mean TTFT (queueing and prefill
+included) and TPOT (prefill interference included) under the row's engine profile
+(:mod:`perfmodel.validation.engines`). Step times come from one :class:`~perfmodel.core.step.StepModel` per distinct
+configuration, tabulated per row (:mod:`perfmodel.validation.surrogate`) so that one ``steady_state``
+call covers every row of an engine — which is what makes fitting and cross-validation affordable.
+
+Disaggregated rows are returned as skipped: ``steady_state`` covers aggregated replicas only (a
+prefill/decode steady state belongs in :mod:`perfmodel.serving`; see ``docs/validation.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfmodelError
+from ..serving import EngineProfile, steady_state
+from .bursts import wave_wait
+from .engines import EngineCalibration, presets
+from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
+from .surrogate import RowTables, build_tables, concat_tables
+
+#: Fixed-point iterations passed to ``steady_state``: 20 reproduce its default (60) to < 1e-6 relative
+#: on the public rows (checked in the tests) at a third of the cost.
+STEADY_STATE_ITERATIONS = 20
+
+#: Skip reason of disaggregated rows.
+DISAGG_REASON = ("disagg: no closed-form prefill/decode steady state in perfmodel.serving yet "
+                 "(steady_state covers aggregated replicas)")
+
+
+def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.ndarray:
+    """Rows whose KV capacity could cap the decode batch below their concurrency."""
+    isl, osl = rows["isl"].to_numpy(float), np.maximum(rows["osl"].to_numpy(float), 2.0)
+    per_seq = isl + osl if eng.kv_admission == "reserve_full" else isl + osl / 2.0
+    return rows["concurrency"].to_numpy(float) > capacity * eng.kv_capacity_fraction / per_seq
+
+
+@dataclass
+class _Batch:
+    """Rows sharing one ``steady_state`` call: positions, inputs and their step-time tables."""
+
+    positions: np.ndarray
+    tables: RowTables
+    concurrency: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+
+    def subset(self, keep: np.ndarray, new_position: np.ndarray) -> _Batch | None:
+        """The rows whose ``keep`` flag (indexed by position) is set, renumbered by ``new_position``."""
+        mask = keep[self.positions]
+        if not mask.any():
+            return None
+        return _Batch(new_position[self.positions[mask]], self.tables.subset(mask, self.tables.kv_capacity_tokens),
+                      self.concurrency[mask], self.isl[mask], self.osl[mask])
+
+
+@dataclass
+class ServingProblem:
+    """Aggregated measured rows, tabulated once, evaluated for any engine parameters.
+
+    Build with :meth:`build`; :meth:`evaluate` returns predicted TTFT and TPOT for every row in
+    ``rows`` (aligned), in seconds. ``skipped`` lists rows that could not be set up, with reasons.
+    """
+
+    rows: pd.DataFrame
+    skipped: pd.DataFrame
+    batches: dict[str, list[_Batch]] = field(default_factory=dict)
+    efficiency: object = "calibrated"
+
+    @classmethod
+    def build(cls, deployments: pd.DataFrame, efficiency="calibrated", cache: StepModelCache | None = None
+              ) -> ServingProblem:
+        """Tabulate the step models of all predictable aggregated rows.
+
+        Parameters
+        ----------
+        deployments : pandas.DataFrame
+            Output of :func:`perfmodel.validation.rows.map_rows`.
+        efficiency : str | Efficiency
+            Per-op efficiency profile of the step models.
+        cache : StepModelCache, optional
+            Step models to reuse.
+        """
+        engines = {b: c.engine() for b, c in presets().items()}
+        cache = cache or StepModelCache(efficiency)
+        skipped = []
+        mode = deployments["mode"] if "mode" in deployments else pd.Series("agg", index=deployments.index)
+        for pos in np.flatnonzero(mode.to_numpy() != "agg"):
+            skipped.append({"row": deployments["row"].iat[pos], "id": deployments["id"].iat[pos],
+                            "reason": DISAGG_REASON})
+        agg = deployments[mode.to_numpy() == "agg"]
+        unknown = ~agg["backend"].isin(list(engines))
+        for _, r in agg[unknown].iterrows():
+            skipped.append({"row": r["row"], "id": r["id"], "reason": f"unknown backend: {r['backend']}"})
+        agg = agg[~unknown]
+        parts: dict[str, list] = {}
+        keep = []
+        for key, rows in config_groups(agg, (*CONFIG_COLUMNS, "backend")):
+            try:
+                sm = cache.get(key[:-1])
+                capacity = float(sm.kv_capacity_tokens)
+            except PerfmodelError as exc:
+                capacity, sm = 0.0, None
+                reason = f"step model error: {exc}"
+            else:
+                reason = "weights do not fit in device memory (no room for KV cache)"
+            if sm is None or capacity <= 0:
+                skipped += [{"row": r, "id": i, "reason": reason} for r, i in zip(rows["row"], rows["id"],
+                                                                                  strict=True)]
+                continue
+            eng = engines[key[-1]]
+            isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
+            p_max = np.maximum(isl, eng.max_num_batched_tokens)
+            tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
+                               layers=sm.model.num_layers)
+            bind = _kv_can_bind(rows, capacity, eng)
+            parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
+            keep.append(rows.index.to_numpy())
+        kept = agg.loc[np.concatenate(keep)] if keep else agg.iloc[:0]
+        problem = cls(kept.copy(), pd.DataFrame(skipped, columns=["row", "id", "reason"]),
+                      efficiency=efficiency)
+        position = pd.Series(np.arange(len(kept)), index=kept.index)
+        for backend, groups in parts.items():
+            problem.batches[backend] = problem._batches(groups, position)
+        return problem
+
+    def _batches(self, groups: list, position: pd.Series) -> list[_Batch]:
+        free_idx, free_tabs, out = [], [], []
+        for index, tab, bind, capacity in groups:
+            if np.any(~bind):
+                free_idx.append(index[~bind])
+                free_tabs.append({k: v[~bind] for k, v in tab.items()})
+            if np.any(bind):
+                out.append(self._batch(index[bind], {k: v[bind] for k, v in tab.items()}, capacity,
+                                       position))
+        if free_idx:
+            out.append(self._batch(np.concatenate(free_idx), concat_tables(free_tabs), np.inf, position))
+        return out
+
+    def _batch(self, index: np.ndarray, tab: dict, capacity: float, position: pd.Series) -> _Batch:
+        rows = self.rows.loc[index]
+        return _Batch(position.loc[index].to_numpy(), RowTables(tab, capacity),
+                      rows["concurrency"].to_numpy(float), rows["isl"].to_numpy(float),
+                      rows["osl"].to_numpy(float))
+
+    def subset(self, keep) -> ServingProblem:
+        """The problem restricted to the rows where ``keep`` (aligned with :attr:`rows`) is true."""
+        keep = np.asarray(keep, dtype=bool)
+        new_position = np.cumsum(keep) - 1
+        out = ServingProblem(self.rows[keep].copy(), self.skipped, efficiency=self.efficiency)
+        for backend, batches in self.batches.items():
+            kept = [b2 for b in batches if (b2 := b.subset(keep, new_position)) is not None]
+            if kept:
+                out.batches[backend] = kept
+        return out
+
+    def evaluate(self, calibrations: Mapping[str, EngineCalibration] | None = None,
+                 backends=None) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted (TTFT, TPOT) [s] of every row of :attr:`rows`, in order.
+
+        Parameters
+        ----------
+        calibrations : mapping, optional
+            Engine-level parameters per backend (default: the uncalibrated presets); the request
+            overhead enters the closed loop as think time and is added to the TTFT, as is the
+            synchronised-wave wait (:mod:`perfmodel.validation.bursts`) weighted by ``sync_fraction``.
+        backends : iterable of str, optional
+            Evaluate only these backends (other rows are NaN).
+        """
+        calibrations = {**presets(), **dict(calibrations or {})}
+        ttft = np.full(len(self.rows), np.nan)
+        tpot = np.full(len(self.rows), np.nan)
+        for backend, batches in self.batches.items():
+            if backends is not None and backend not in backends:
+                continue
+            cal = calibrations[backend]
+            engine = cal.engine()
+            for b in batches:
+                tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
+                                           cal.prefill_kernel_scale)
+                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
+                                   think_time=cal.request_overhead, iterations=STEADY_STATE_ITERATIONS)
+                extra = cal.request_overhead
+                if cal.sync_fraction > 0:
+                    extra = extra + cal.sync_fraction * wave_wait(
+                        tables, b.concurrency, b.isl, engine.max_num_batched_tokens, engine.step_overhead)
+                ttft[b.positions] = res.ttft_s + extra
+                tpot[b.positions] = res.tpot_s
+        return ttft, tpot
+
+    def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
+        """:attr:`rows` with ``predicted_ttft_s`` and ``predicted_tpot_s`` columns."""
+        ttft, tpot = self.evaluate(calibrations)
+        out = self.rows.copy()
+        out["predicted_ttft_s"] = ttft
+        out["predicted_tpot_s"] = tpot
+        return out

@@ -1,0 +1,295 @@
+"""Measured serving rows (``serving_measured.csv`` schema) -> deployments the model can predict.
+
+One row is one closed-loop benchmark: ``C`` clients, each sending a request of ``isl`` prompt tokens and
+``osl`` output tokens as soon as its previous one finished. :func:`map_rows` returns two tables:
+
+``deployments``
+    one row per predictable measurement with the replica layout, formats and the concurrency *per
+    replica* (closed loops on identical replicas are independent, so each replica sees its share);
+``skipped``
+    ``row``, ``id`` and ``reason`` for every row that cannot be predicted (never silently dropped).
+
+Mapping rules (documented in ``docs/validation.md``):
+
+- ``system`` -> accelerator id (:data:`SYSTEMS`, or any shipped accelerator id); one GPU type per run.
+- ``model_path`` -> model spec (:func:`perfmodel.validation.models.resolve_model`).
+- weights: ``gemm_quant_mode`` (``fp8``/``fp8_block`` -> fp8, ``nvfp4`` -> nvfp4, ``int4_wo`` -> int4
+  weight-only), else ``precision``, else the checkpoint's own format. Activations follow fp8/fp4
+  weights where the accelerator has that tensor-core format; FP4 weights on Hopper (no FP4 peak) run
+  as weight-only (bf16 activations).
+- KV cache: :func:`kv_cache_format` (policy chosen from checkpoints and the data; see :class:`KVPolicy`).
+- ``agg``: replica = ``tp × pp × attention_dp`` GPUs; ``batch_size`` is the concurrency per attention-DP
+  rank, so the replica runs ``batch_size × attention_dp`` requests; empty/0 degrees mean 1.
+- ``disagg``: mapped only when the pools' worker counts and batch sizes are recorded; the decode
+  replica runs ``decode_batch_size × decode_attention_dp`` requests, the prefill pool sees the same
+  request rate spread over ``prefill_num_workers`` replicas.
+- A measurement listed twice (same model, system, engine, lengths, TTFT and TPOT under two ids) is
+  kept once (:func:`drop_duplicates`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..core.parallel import Parallel
+from ..errors import PerfmodelError
+from ..hardware import load_accelerator
+from .models import UnsupportedModel, checkpoint_default_format, resolve_model
+
+#: ``system`` column -> accelerator id.
+SYSTEMS: dict[str, str] = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "gb200": "gb200"}
+
+#: ``gemm_quant_mode`` / ``precision`` values -> weight format.
+WEIGHT_FORMATS: dict[str, str] = {
+    "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "fp4": "nvfp4", "int4_wo": "int4", "int4": "int4",
+    "w4a16": "int4", "bf16": "bf16", "fp16": "fp16", "mxfp4": "mxfp4",
+}
+
+#: Columns a file must have to be read as measured serving runs.
+REQUIRED_COLUMNS = ("model_path", "system", "backend", "mode", "isl", "osl", "batch_size", "tp_size",
+                    "silicon_ttft_ms", "silicon_tpot_ms")
+
+LAYOUT_KEYS = ("tp", "pp", "dp", "ep", "moe_tp")
+
+
+@dataclass(frozen=True)
+class KVPolicy:
+    """Which KV-cache format each engine used (the measured CSV does not record it).
+
+    Attributes
+    ----------
+    quantized_kv_backends : tuple[str, ...]
+        Engines that store the KV cache in FP8 whenever the weights are FP8 or FP4.
+    quantized_kv_weights : tuple[str, ...]
+        Weight formats whose checkpoints carry an FP8 KV cache in every engine.
+
+    Notes
+    -----
+    Default: FP8 KV with FP8 or NVFP4 weights in all three engines, bf16 otherwise. Reasons: NVIDIA
+    ModelOpt FP8/NVFP4 checkpoints declare ``kv_cache_quant_algo: FP8`` in ``hf_quant_config.json``
+    (e.g. nvidia/Llama-3.1-70B-Instruct-FP8, nvidia/DeepSeek-V3.1-NVFP4) and TensorRT-LLM, vLLM and
+    SGLang honour it; and on the public rows the bf16 alternative for vLLM/SGLang FP8 runs makes the KV
+    cache cap the decode batch of long-context runs whose measured TTFT shows no such wait (e.g.
+    Llama-3.1-70B FP8 on one B200 at C = 64, 1024/8192: 0.38 s measured, 76 s predicted with bf16 KV),
+    and gives larger TPOT and TTFT errors overall (``docs/validation.md``).
+    """
+
+    quantized_kv_backends: tuple[str, ...] = ("trtllm", "vllm", "sglang")
+    quantized_kv_weights: tuple[str, ...] = ("nvfp4",)
+
+
+DEFAULT_KV_POLICY = KVPolicy()
+
+
+def kv_cache_format(backend: str, weights: str, policy: KVPolicy = DEFAULT_KV_POLICY) -> str:
+    """KV-cache format assumed for a run.
+
+    FP8 when the weights are in ``policy.quantized_kv_weights``, or the engine is in
+    ``policy.quantized_kv_backends`` and the weights are fp8/nvfp4/mxfp4; bf16 otherwise (weight-only
+    int4 and bf16 checkpoints keep ``--kv-cache-dtype auto`` = the model dtype). See :class:`KVPolicy`.
+    """
+    if weights in policy.quantized_kv_weights:
+        return "fp8"
+    if backend in policy.quantized_kv_backends and weights in ("fp8", "nvfp4", "mxfp4"):
+        return "fp8"
+    return "bf16"
+
+
+def hardware_id(system: str) -> str | None:
+    """Accelerator id of a ``system`` cell: the CSV names (:data:`SYSTEMS`) or any shipped id."""
+    if system in SYSTEMS:
+        return SYSTEMS[system]
+    try:
+        return load_accelerator(system).id if system else None
+    except PerfmodelError:
+        return None
+
+
+def silicon_concurrency(source: str) -> float:
+    """Total client concurrency from a provenance string (``silicon_concurrency=N``), NaN if absent."""
+    m = re.search(r"silicon_concurrency=(\d+)", str(source))
+    return float(m.group(1)) if m else float("nan")
+
+
+def _degree(value) -> int:
+    """Parallel degree from a CSV cell: empty, NaN or 0 mean 1."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return 1
+    return int(v) if np.isfinite(v) and v >= 1 else 1
+
+
+def _float(value) -> float:
+    """A CSV cell as a float (NaN when empty or not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _positive(value) -> bool:
+    """A CSV cell holding a number >= 1."""
+    return _float(value) >= 1
+
+
+def _text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
+
+
+def _formats(row: dict, hardware: str, policy: KVPolicy) -> tuple[str, str, str]:
+    raw = _text(row.get("gemm_quant_mode")) or _text(row.get("precision"))
+    weights = WEIGHT_FORMATS.get(raw.lower()) if raw else checkpoint_default_format(row["model_path"])
+    if weights is None:
+        raise ValueError(f"unknown weight format {raw!r}")
+    acc = load_accelerator(hardware)
+    if weights in ("nvfp4", "mxfp4") and "fp4" not in acc.compute:
+        activations = "bf16"
+    elif weights in ("fp8", "nvfp4", "mxfp4"):
+        activations = weights
+    else:
+        activations = "bf16"
+    return weights, activations, kv_cache_format(row["backend"], weights, policy)
+
+
+def _layout(model, tp, pp, dp, ep, moe_tp) -> dict[str, int]:
+    """Validated layout; MoE degrees ignored for dense models, moe_tp derived when inconsistent."""
+    if model.moe is None:
+        ep, moe_tp = 1, 0
+    par = Parallel.build(model, tp=tp, pp=pp, ep=ep, dp_attention=dp, moe_tp=moe_tp or None)
+    return {"tp": par.tp, "pp": par.pp, "dp": par.dp_attention, "ep": par.ep, "moe_tp": par.moe_tp}
+
+
+def _pool(row: dict, prefix: str) -> tuple[int, ...]:
+    return tuple(_degree(row.get(f"{prefix}{k}")) for k in
+                 ("tp_size", "pp_size", "attention_dp_size", "moe_ep_size", "moe_tp_size"))
+
+
+class Skip(Exception):
+    """A row cannot be mapped; ``args[0]`` is the reason."""
+
+
+def _map_one(row: dict, policy: KVPolicy) -> dict:
+    system = _text(row.get("system"))
+    hardware = hardware_id(system)
+    if hardware is None:
+        raise Skip(f"unknown system: {system or '(empty)'}")
+    try:
+        model = resolve_model(_text(row["model_path"]))
+    except UnsupportedModel as exc:
+        raise Skip(str(exc)) from None
+    try:
+        weights, act, kv = _formats(row, hardware, policy)
+    except ValueError as exc:
+        raise Skip(str(exc)) from None
+    total = silicon_concurrency(row.get("silicon_data_source", ""))
+    out = {"hardware": hardware, "model_key": model.id, "weights": weights, "activations": act,
+           "kv_cache": kv, "total_concurrency": total}
+    mode = _text(row.get("mode")) or "agg"
+    if mode == "agg":
+        tp, pp, dp, ep, mtp = _pool(row, "")
+        batch = _float(row.get("batch_size"))
+        pool = ("agg layout", tp, pp, dp, ep, mtp)
+    elif mode == "disagg":
+        if not (_positive(row.get("prefill_num_workers")) and _positive(row.get("decode_num_workers"))):
+            raise Skip("disagg: pool worker counts not recorded (prefill/decode_num_workers empty)")
+        tp, pp, dp, ep, mtp = _pool(row, "decode_")
+        batch = _float(row.get("decode_batch_size"))
+        pool = ("decode pool layout", tp, pp, dp, ep, mtp)
+        ptp, ppp, pdp, pep, pmtp = _pool(row, "prefill_")
+        try:
+            p = _layout(model, ptp, ppp, pdp, pep, pmtp)
+        except PerfmodelError as exc:
+            raise Skip(f"invalid prefill pool layout: {exc}") from None
+        out.update({f"p_{k}": v for k, v in p.items()})
+        out["p_workers"] = _degree(row["prefill_num_workers"])
+        out["d_workers"] = _degree(row["decode_num_workers"])
+    else:
+        raise Skip(f"unknown mode: {mode}")
+    if not np.isfinite(batch) or batch < 1:
+        raise Skip("concurrency per worker (batch_size) missing")
+    try:
+        out.update(_layout(model, *pool[1:]))
+    except PerfmodelError as exc:
+        raise Skip(f"invalid {pool[0]}: {exc}") from None
+    out["concurrency"] = batch * out["dp"]
+    return out
+
+
+def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Map measured serving rows to predictable deployments.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows in the ``serving_measured.csv`` schema (see ``data/validation/README.md``).
+    kv_policy : KVPolicy
+        KV-cache format assumption per engine.
+
+    Returns
+    -------
+    deployments : pandas.DataFrame
+        Input columns kept (``row`` = input position) plus ``hardware``, ``model_key``, formats,
+        layout (``tp pp dp ep moe_tp``; disagg prefill pool ``p_*``, worker counts), ``concurrency``
+        per replica, ``total_concurrency``, ``measured_ttft_s`` and ``measured_tpot_s``.
+    skipped : pandas.DataFrame
+        ``row``, ``id``, ``reason`` for every row that cannot be predicted.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise PerfmodelError(f"measured serving rows: missing column(s) {missing}; expected the "
+                             f"serving_measured.csv schema (see perfmodel/data/validation/README.md)")
+    mapped, skipped = [], []
+    for pos, row in enumerate(df.to_dict("records")):
+        rid = _text(row.get("id")) or str(pos)
+        ttft, tpot = _float(row.get("silicon_ttft_ms")), _float(row.get("silicon_tpot_ms"))
+        try:
+            if not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
+                raise Skip("measured TTFT/TPOT missing or non-positive")
+            rec = _map_one(row, kv_policy)
+        except Skip as exc:
+            skipped.append({"row": pos, "id": rid, "reason": str(exc.args[0])})
+            continue
+        rec.update(row=pos, id=rid, measured_ttft_s=ttft / 1e3, measured_tpot_s=tpot / 1e3)
+        mapped.append(rec)
+    keep = [c for c in ("backend", "backend_version", "model_path", "system", "mode", "isl", "osl",
+                        "precision") if c in df.columns]
+    dep = pd.DataFrame(mapped)
+    if len(dep):
+        dep = dep.join(df[keep].reset_index(drop=True), on="row")
+        dep["isl"] = dep["isl"].astype(float)
+        dep["osl"] = dep["osl"].astype(float)
+    return dep, pd.DataFrame(skipped, columns=["row", "id", "reason"])
+
+
+#: Columns that identify one measurement: the same values under two ids are one run listed twice.
+DUPLICATE_KEY = ("model_path", "system", "backend", "isl", "osl", "measured_ttft_s", "measured_tpot_s")
+
+
+def drop_duplicates(deployments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep one copy of measurements listed more than once (the public CSV merges several dumps).
+
+    The copy kept is the first one not flagged anomalous (``anomaly`` column, if present), else the
+    first; the others are returned as skipped rows with the id of the copy kept.
+    """
+    if deployments.empty:
+        return deployments, pd.DataFrame(columns=["row", "id", "reason"])
+    flagged = deployments["anomaly"].astype(bool) if "anomaly" in deployments else \
+        pd.Series(False, index=deployments.index)
+    order = deployments.assign(_flag=flagged.to_numpy()).sort_values(["_flag", "row"], kind="stable")
+    dup = order.duplicated(list(DUPLICATE_KEY), keep="first")
+    first = order[~dup].set_index(list(DUPLICATE_KEY))["id"]
+    skipped = [{"row": r["row"], "id": r["id"],
+                "reason": f"duplicate: same measurement as {first.loc[tuple(r[k] for k in DUPLICATE_KEY)]}"}
+               for _, r in order[dup].iterrows()]
+    kept = deployments.loc[sorted(order.index[~dup], key=lambda i: deployments.at[i, "row"])]
+    return kept, pd.DataFrame(skipped, columns=["row", "id", "reason"])
+
+
+def reason_category(reason: str) -> str:
+    """Short category of a skip reason (the text before the first colon), for counts."""
+    return reason.split(":", 1)[0].strip()

@@ -1,0 +1,229 @@
+"""Validation entry points: recognise a measurement table, predict it, summarise the errors.
+
+:func:`validate_file` reads a CSV (or a benchmark-tool JSON, see :mod:`perfmodel.validation.importers`)
+and dispatches on its columns:
+
+- measured serving runs (``serving_measured.csv`` schema) -> :func:`validate_serving`;
+- published end-to-end figures (``published_end_to_end.csv``) -> :mod:`perfmodel.validation.published`;
+- per-op micro-benchmark tables (``gemm.csv.gz``, ``attention_*``, ``mla_*``, ``moe``, ``nccl``,
+  ``custom_allreduce``) -> ``perfmodel.calibration.op_validation`` (the calibration package).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.efficiency import profile_for
+from ..errors import PerfmodelError, UnknownNameError
+from .anomalies import flag_anomalies
+from .engines import load_profile
+from .importers import MeasuredDeployment, import_results
+from .metrics import add_errors, error_stats, summarize
+from .predict import ServingProblem
+from .published import REQUIRED_COLUMNS as PUBLISHED_COLUMNS
+from .published import validate_published
+from .rows import REQUIRED_COLUMNS as SERVING_COLUMNS
+from .rows import drop_duplicates, map_rows
+from .stepmodels import StepModelCache
+
+#: Per-op table kinds recognised by their columns (all also have ``latency_ms``).
+OP_TABLES: dict[str, tuple[str, ...]] = {
+    "gemm": ("m", "n", "k"),
+    "mla": ("mla_dtype", "kv_len"),
+    "attention": ("kv_len", "num_heads", "num_key_value_heads", "head_dim"),
+    "moe": ("num_experts", "topk", "inter_size"),
+    "communication": ("op", "num_gpus", "message_size_bytes"),
+}
+
+
+@dataclass
+class ValidationRun:
+    """Result of validating one measurement table.
+
+    Attributes
+    ----------
+    kind : str
+        ``serving``, ``published`` or ``ops:<table>``.
+    predictions : pandas.DataFrame
+        One row per predicted measurement with predicted, measured and ``*_pct_error`` columns.
+    skipped : pandas.DataFrame
+        ``row``, ``id``, ``reason`` of every row not predicted.
+    summary : dict
+        JSON-ready error summary (see :func:`perfmodel.validation.metrics.summarize`).
+    """
+
+    kind: str
+    predictions: pd.DataFrame
+    skipped: pd.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def detect_kind(columns) -> str:
+    """Table kind from its columns: ``serving``, ``published`` or ``ops:<table>``.
+
+    Raises
+    ------
+    PerfmodelError
+        Columns of no known table.
+    """
+    cols = set(columns)
+    if set(SERVING_COLUMNS) <= cols:
+        return "serving"
+    if set(PUBLISHED_COLUMNS) <= cols:
+        return "published"
+    if "latency_ms" in cols:
+        for name, needed in OP_TABLES.items():
+            if set(needed) <= cols:
+                return f"ops:{name}"
+    raise PerfmodelError(
+        f"unrecognised measurement table (columns {sorted(cols)[:12]}...); expected the "
+        f"serving_measured.csv schema (needs {list(SERVING_COLUMNS)}), published_end_to_end.csv "
+        f"(needs {list(PUBLISHED_COLUMNS)}) or a per-op table with latency_ms")
+
+
+def serving_problem(df: pd.DataFrame, efficiency="calibrated") -> tuple[ServingProblem, pd.DataFrame]:
+    """Map, flag and tabulate measured serving rows; returns the problem and all skipped rows."""
+    deployments, skipped = map_rows(df)
+    if len(deployments):
+        deployments["anomaly"] = flag_anomalies(deployments)
+        deployments, duplicates = drop_duplicates(deployments)
+        skipped = pd.concat([skipped, duplicates], ignore_index=True)
+        deployments = deployments.rename(columns={"model_key": "model"})
+    else:
+        deployments = deployments.assign(anomaly=pd.Series(dtype=object), mode=pd.Series(dtype=object))
+    problem = ServingProblem.build(deployments, efficiency=efficiency, cache=StepModelCache(efficiency)) \
+        if len(deployments) else None
+    if problem is None:
+        return ServingProblem(deployments, skipped), skipped
+    return problem, pd.concat([skipped, problem.skipped], ignore_index=True)
+
+
+def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibrated",
+                     include_anomalous: bool = False) -> ValidationRun:
+    """Predict measured serving rows and summarise the errors.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows in the ``serving_measured.csv`` schema.
+    efficiency : str | Efficiency
+        Per-op efficiency profile (``calibrated`` or ``datasheet``).
+    engines : str | mapping
+        Engine calibration profile name or path (``calibrated``; ``preset`` = uncalibrated presets),
+        or a mapping backend -> :class:`~perfmodel.validation.engines.EngineCalibration`.
+    include_anomalous : bool
+        Count rows flagged anomalous in the error figures.
+    """
+    problem, skipped = serving_problem(df, efficiency)
+    calibrations, engines_used = _engine_calibrations(engines)
+    predictions = add_errors(problem.predictions(calibrations)) if len(problem.rows) else \
+        problem.rows.assign(tpot_pct_error=pd.Series(dtype=float), ttft_pct_error=pd.Series(dtype=float))
+    summary = summarize(predictions, skipped, rows=len(df), include_anomalous=include_anomalous)
+    summary["efficiency"] = str(getattr(efficiency, "name", efficiency))
+    summary["efficiency_profiles"] = {hw: profile_for(hw, efficiency).name
+                                      for hw in sorted(set(problem.rows.get("hardware", [])))}
+    summary["engines"] = engines_used
+    fitted_with = {c.fit.get("efficiency_profile") for c in calibrations.values() if c.fit} - {None}
+    if fitted_with and summary["efficiency"] not in fitted_with:
+        summary["note"] = (f"the engine parameters were fitted with efficiency={sorted(fitted_with)[0]!r}; "
+                           f"with efficiency={summary['efficiency']!r} they are used outside their fit")
+    return ValidationRun("serving", predictions, skipped, summary)
+
+
+def _engine_calibrations(engines) -> tuple[dict, str]:
+    """Engine calibrations and a label saying which were used (visible in the summary)."""
+    if not isinstance(engines, str):
+        return dict(engines), "custom"
+    try:
+        return load_profile(engines), engines
+    except UnknownNameError:
+        if engines != "calibrated":
+            raise
+        return load_profile("preset"), "preset (no calibrated engine profile shipped)"
+
+
+def published_summary(predictions: pd.DataFrame, skipped: pd.DataFrame, rows: int) -> dict[str, Any]:
+    """Error summary of published rows: per metric, and per metric by hardware and model."""
+    reasons = skipped["reason"].astype(str)
+    out: dict[str, Any] = {"rows": rows, "predicted": int(predictions["row"].nunique()) if len(predictions) else 0,
+                           "skipped": int(len(skipped)),
+                           "skipped_reasons": {k: int(v) for k, v in
+                                               reasons.str.split(":", n=1).str[0].value_counts().items()}}
+    for metric, sub in (predictions.groupby("metric") if len(predictions) else []):
+        out[metric] = error_stats(sub["pct_error"])
+        out.setdefault("by", {})[metric] = {
+            g: {str(k): error_stats(s["pct_error"]) for k, s in sub.groupby(g)} for g in ("hardware", "model")}
+    return out
+
+
+def validate_ops(df: pd.DataFrame, table: str, efficiency="calibrated") -> ValidationRun:
+    """Hand a per-op table to :func:`perfmodel.calibration.op_validation.validate_table`.
+
+    Raises
+    ------
+    PerfmodelError
+        The calibration package (or its op validation) is not available.
+    """
+    try:
+        module = importlib.import_module("perfmodel.calibration.op_validation")
+    except ModuleNotFoundError:
+        raise PerfmodelError(f"per-op table ({table}) recognised, but perfmodel.calibration.op_validation "
+                             f"is not available in this installation; per-op validation lives there") from None
+    fn = getattr(module, "validate_table", None)
+    if fn is None:
+        raise PerfmodelError("perfmodel.calibration.op_validation has no validate_table() function")
+    summary = fn(df, profile=efficiency)
+    kind = f"ops:{summary.get('table', table)}" if isinstance(summary, dict) else f"ops:{table}"
+    return ValidationRun(kind, pd.DataFrame(), pd.DataFrame(columns=["row", "id", "reason"]),
+                         summary if isinstance(summary, dict) else {"result": str(summary)})
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a CSV (plain or compressed) as strings-preserving where the schema needs it."""
+    p = Path(path)
+    if not p.exists():
+        raise PerfmodelError(f"--data: {p}: file not found")
+    try:
+        head = pd.read_csv(p, nrows=0)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise PerfmodelError(f"--data: {p}: not a readable CSV ({exc})") from None
+    if set(PUBLISHED_COLUMNS) <= set(head.columns):
+        return pd.read_csv(p, keep_default_na=False, dtype=str)
+    return pd.read_csv(p)
+
+
+def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated",
+                  deployment: MeasuredDeployment | None = None, include_anomalous: bool = False
+                  ) -> ValidationRun:
+    """Validate any supported measurement file (see module docstring).
+
+    Parameters
+    ----------
+    path : str | Path
+        CSV table, or a benchmark result JSON (needs ``deployment``).
+    efficiency, engines, include_anomalous
+        See :func:`validate_serving`.
+    deployment : MeasuredDeployment, optional
+        Hardware / engine / layout of a benchmark result JSON.
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        if deployment is None:
+            data = json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+            raise PerfmodelError(f"{p}: a benchmark result JSON ({'keys: ' + ', '.join(list(data)[:5])}) "
+                                 f"needs the deployment it ran on: --system, --backend, --tp ...")
+        return validate_serving(import_results([p], deployment), efficiency, engines, include_anomalous)
+    df = read_table(p)
+    kind = detect_kind(df.columns)
+    if kind == "serving":
+        return validate_serving(df, efficiency, engines, include_anomalous)
+    if kind == "published":
+        preds, skipped = validate_published(df, efficiency)
+        return ValidationRun(kind, preds, skipped, published_summary(preds, skipped, len(df)))
+    return validate_ops(df, kind.split(":", 1)[1], efficiency)

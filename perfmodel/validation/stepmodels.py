@@ -1,0 +1,70 @@
+"""Step models of the deployments in a validation run: one per distinct configuration, cached.
+
+A validation run of 3,000 measured rows touches ~200 distinct (model, accelerator, layout, formats)
+combinations; :class:`StepModelCache` builds each :class:`~perfmodel.core.step.StepModel` once per
+efficiency profile. The cache is an instance (no module-level state): create one per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+
+from ..core.step import StepModel
+from ..errors import PerfmodelError
+from .models import resolve_model
+
+#: Columns of a deployments table that identify the step model of its (decode or only) pool.
+CONFIG_COLUMNS = ("model_path", "hardware", "tp", "pp", "dp", "ep", "moe_tp", "weights", "activations",
+                  "kv_cache")
+#: The same for the prefill pool of disaggregated rows.
+PREFILL_COLUMNS = ("model_path", "hardware", "p_tp", "p_pp", "p_dp", "p_ep", "p_moe_tp", "weights",
+                   "activations", "kv_cache")
+
+
+class StepModelCache:
+    """Build-once store of step models keyed by configuration and efficiency profile.
+
+    Parameters
+    ----------
+    efficiency : str | Efficiency
+        Profile passed to every :class:`StepModel` (``"calibrated"``, ``"datasheet"``, ...).
+    """
+
+    def __init__(self, efficiency="calibrated") -> None:
+        self.efficiency = efficiency
+        self._models: dict[tuple, StepModel | PerfmodelError] = {}
+
+    def get(self, key: tuple) -> StepModel:
+        """Step model of a key ordered as :data:`CONFIG_COLUMNS`.
+
+        Raises
+        ------
+        PerfmodelError
+            The configuration cannot be built (the error is cached too).
+        """
+        hit = self._models.get(key)
+        if hit is None:
+            model_path, hardware, tp, pp, dp, ep, moe_tp, w, a, kv = key
+            try:
+                hit = StepModel(resolve_model(model_path), hardware, tp=int(tp), pp=int(pp), ep=int(ep),
+                                dp_attention=int(dp), moe_tp=int(moe_tp) or None, weights=w, activations=a,
+                                kv_cache=kv, efficiency=self.efficiency)
+            except PerfmodelError as exc:
+                hit = exc
+            self._models[key] = hit
+        if isinstance(hit, PerfmodelError):
+            raise hit
+        return hit
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+
+def config_groups(df: pd.DataFrame, columns=CONFIG_COLUMNS) -> Iterator[tuple[tuple, pd.DataFrame]]:
+    """Yield ``(key, rows)`` per distinct configuration (key ordered as ``columns``)."""
+    if df.empty:
+        return
+    for key, rows in df.groupby(list(columns), sort=False, dropna=False):
+        yield tuple(key), rows

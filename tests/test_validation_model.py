@@ -1,0 +1,99 @@
+"""Prediction machinery of perfmodel.validation: metrics, step-time tables, steady-state settings, fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.serving import load_engine, steady_state
+from perfmodel.validation.bursts import wave_wait
+from perfmodel.validation.engines import load_profile, presets, profile_from_dict
+from perfmodel.validation.fit import folds
+from perfmodel.validation.metrics import add_errors, error_stats, pct_error, summarize
+from perfmodel.validation.predict import STEADY_STATE_ITERATIONS
+from perfmodel.validation.stepmodels import StepModelCache
+from perfmodel.validation.surrogate import RowTables, build_tables
+
+
+def test_pct_error_and_stats_by_hand():
+    assert pct_error([110.0, 90.0], [100.0, 100.0]).tolist() == [10.0, -10.0]
+    s = error_stats([10.0, -20.0, 30.0, np.nan])
+    assert s == {"n": 3, "median_abs_pct_error": 20.0, "p90_abs_pct_error": pytest.approx(28.0),
+                 "bias_pct": 10.0}
+    assert error_stats([np.nan])["n"] == 0
+
+
+def test_summary_shape_and_anomalies_left_out():
+    df = pd.DataFrame({"predicted_tpot_s": [1.1, 2.0, 9.0], "measured_tpot_s": [1.0, 2.0, 1.0],
+                       "predicted_ttft_s": [1.0, 1.0, 1.0], "measured_ttft_s": [1.0, 0.5, 1.0],
+                       "system": ["a", "b", "b"], "model": "m", "mode": "agg", "backend": "x",
+                       "anomaly": ["", "", "tpot_above_ceiling: ..."]})
+    skipped = pd.DataFrame({"reason": ["disagg: no workers", "unknown model: z"]})
+    s = summarize(add_errors(df), skipped, rows=5)
+    assert (s["rows"], s["predicted"], s["skipped"], s["anomalous"], s["scored"]) == (5, 3, 2, 1, 2)
+    assert s["skipped_reasons"] == {"disagg": 1, "unknown model": 1}
+    assert s["tpot"]["median_abs_pct_error"] == pytest.approx(5.0)
+    assert set(s["by"]) == {"system", "model", "mode", "backend"}
+    assert s["by"]["system"]["b"]["ttft"]["bias_pct"] == pytest.approx(100.0)
+
+
+@pytest.fixture(scope="module")
+def llama_rows():
+    cache = StepModelCache("calibrated")
+    sm = cache.get(("meta-llama/Llama-3.1-70B", "h200-sxm", 4, 1, 1, 1, 0, "fp8", "fp8", "fp8"))
+    c = np.array([1.0, 8.0, 64.0, 256.0, 16.0, 200.0])
+    i = np.array([1024.0, 8192.0, 1024.0, 2048.0, 15000.0, 128.0])
+    o = np.array([1024.0, 1024.0, 8192.0, 256.0, 500.0, 128.0])
+    return sm, c, i, o
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_tables_reproduce_the_exact_steady_state(llama_rows, engine):
+    sm, c, i, o = llama_rows
+    eng = load_engine(engine)
+    exact = steady_state(sm, c, i, o, engine=eng)
+    tables = RowTables(build_tables(sm, i, o, c, np.maximum(i, eng.max_num_batched_tokens)),
+                       sm.kv_capacity_tokens)
+    fast = steady_state(tables, c, i, o, engine=eng, iterations=STEADY_STATE_ITERATIONS)
+    assert np.max(np.abs(fast.tpot_s / exact.tpot_s - 1)) < 0.01
+    assert np.max(np.abs(fast.ttft_s / exact.ttft_s - 1)) < 0.02
+
+
+def test_tables_refuse_points_outside_their_contract(llama_rows):
+    sm, c, i, o = llama_rows
+    tables = RowTables(build_tables(sm, i, o, c, np.maximum(i, 8192.0)))
+    with pytest.raises(ValueError, match="mean context"):
+        tables.step_time(c, i + 1.0, 0.0, 0.0)
+
+
+def test_wave_wait_by_hand():
+    class Flat:
+        def step_time(self, n, c, p, q):
+            return np.full(np.shape(p), 0.1)
+
+    # 8 prompts of 1024 tokens, budget 2048: 2 per step, 4 steps; mean wait (4 - 1)/2 steps of 0.1 + 0.01 s
+    w = wave_wait(Flat(), np.array([8.0, 1.0]), np.array([1024.0, 1024.0]), 2048, 0.01)
+    assert w.tolist() == pytest.approx([1.5 * 0.11, 0.0])
+
+
+def test_engine_profile_round_trip_and_errors():
+    data = {"kind": "engine_calibration", "engines": {"vllm": {"step_overhead": 0.002, "sync_fraction": 0.5}}}
+    cal = profile_from_dict(data, "test")["vllm"]
+    assert cal.step_overhead == 0.002 and cal.sync_fraction == 0.5
+    assert cal.seq_overhead == presets()["vllm"].seq_overhead
+    assert cal.engine().step_overhead == 0.002
+    with pytest.raises(ValueError, match="unknown field"):
+        profile_from_dict({"kind": "engine_calibration", "engines": {"vllm": {"typo": 1}}}, "test")
+    with pytest.raises(KeyError):
+        load_profile("no-such-profile")
+
+
+def test_folds_cover_every_row_once():
+    rows = pd.DataFrame({"model": list("aabbcc"), "system": list("xyxyxy"), "backend": "v", "tp": 1,
+                         "pp": 1, "dp": 1, "ep": 1, "weights": "fp8"})
+    for scheme in ("kfold", "system", "model"):
+        masks = [m for _, m in folds(rows, scheme, k=3)]
+        assert np.array_equal(np.sum(masks, axis=0), np.ones(6))
+    with pytest.raises(ValueError):
+        folds(rows, "bogus")

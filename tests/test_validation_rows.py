@@ -1,0 +1,108 @@
+"""Measured-row mapping, model resolution and anomaly flags (perfmodel.validation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.validation.anomalies import anomaly_category, flag_anomalies
+from perfmodel.validation.models import UnsupportedModel, checkpoint_default_format, resolve_model
+from perfmodel.validation.rows import hardware_id, kv_cache_format, map_rows, silicon_concurrency
+
+
+def _row(**kw) -> dict:
+    base = {"id": "r0", "silicon_data_source": "x; silicon_concurrency=16; y", "backend": "trtllm",
+            "model_path": "meta-llama/Llama-3.1-70B", "system": "h200_sxm", "precision": "fp8",
+            "mode": "agg", "isl": 1024, "osl": 1024, "gemm_quant_mode": "fp8", "moe_quant_mode": "fp8",
+            "batch_size": 16, "tp_size": 4, "pp_size": 1, "attention_dp_size": 1, "moe_tp_size": 1,
+            "moe_ep_size": 1, "silicon_ttft_ms": 100.0, "silicon_tpot_ms": 10.0}
+    base.update(kw)
+    return base
+
+
+def test_agg_row_maps_to_replica_layout_and_formats():
+    dep, skipped = map_rows(pd.DataFrame([_row()]))
+    assert skipped.empty
+    r = dep.iloc[0]
+    assert (r.hardware, r.model_key, r.tp, r.dp, r.weights, r.activations, r.kv_cache) == \
+        ("h200-sxm", "llama-3.1-70b", 4, 1, "fp8", "fp8", "fp8")
+    assert r.concurrency == 16 and r.total_concurrency == 16
+    assert r.measured_tpot_s == pytest.approx(0.010)
+
+
+def test_attention_dp_multiplies_replica_concurrency():
+    row = _row(model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", tp_size=1, attention_dp_size=8,
+               moe_ep_size=8, moe_tp_size=1, batch_size=32, precision="fp4", gemm_quant_mode="nvfp4",
+               silicon_data_source="silicon_concurrency=256")
+    dep, _ = map_rows(pd.DataFrame([row]))
+    assert dep.iloc[0].concurrency == 256 and dep.iloc[0].weights == "nvfp4"
+
+
+def test_fp4_on_hopper_is_weight_only_with_fp8_kv():
+    row = _row(model_path="openai/gpt-oss-120b", backend="vllm", precision="fp4", gemm_quant_mode="nvfp4",
+               moe_quant_mode="nvfp4", tp_size=2, moe_ep_size=1, moe_tp_size=2)
+    dep, _ = map_rows(pd.DataFrame([row]))
+    assert (dep.iloc[0].weights, dep.iloc[0].activations, dep.iloc[0].kv_cache) == ("nvfp4", "bf16", "fp8")
+
+
+def test_empty_precision_uses_checkpoint_format():
+    assert checkpoint_default_format("Qwen/Qwen3-235B-A22B-FP8") == "fp8"
+    assert checkpoint_default_format("deepseek-ai/DeepSeek-R1") == "fp8"
+    assert checkpoint_default_format("Qwen/Qwen3-32B") == "bf16"
+    dep, _ = map_rows(pd.DataFrame([_row(precision=np.nan, gemm_quant_mode=np.nan, moe_quant_mode=np.nan)]))
+    assert dep.iloc[0].weights == "bf16" and dep.iloc[0].kv_cache == "bf16"
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"model_path": "Qwen/Qwen3.5-397B-A17B"}, "unsupported attention"),
+    ({"model_path": "zhipuai/GLM-5"}, "unsupported attention"),
+    ({"model_path": "acme/NoSuchModel-7B"}, "unknown model"),
+    ({"system": "tpu_v9"}, "unknown system"),
+    ({"tp_size": 3}, "invalid agg layout"),
+    ({"mode": "disagg", "prefill_num_workers": np.nan, "decode_num_workers": np.nan}, "disagg"),
+    ({"silicon_tpot_ms": np.nan}, "measured TTFT/TPOT missing"),
+])
+def test_unmappable_rows_are_skipped_with_a_reason(change, reason):
+    dep, skipped = map_rows(pd.DataFrame([_row(**change)]))
+    assert dep.empty and len(skipped) == 1
+    assert skipped.iloc[0].reason.startswith(reason)
+
+
+def test_missing_columns_raise_a_clear_error():
+    with pytest.raises(ValueError, match="missing column"):
+        map_rows(pd.DataFrame([{"model_path": "x"}]))
+
+
+def test_helpers():
+    assert silicon_concurrency("a; silicon_concurrency=668; b") == 668
+    assert np.isnan(silicon_concurrency(""))
+    assert hardware_id("b200_sxm") == "b200" and hardware_id("h100-sxm") == "h100-sxm"
+    assert hardware_id("nope") is None
+    assert kv_cache_format("trtllm", "nvfp4") == "fp8" and kv_cache_format("sglang", "fp8") == "fp8"
+    assert kv_cache_format("vllm", "int4") == "bf16" and kv_cache_format("vllm", "bf16") == "bf16"
+
+
+def test_bridged_and_refused_models():
+    kimi = resolve_model("moonshotai/Kimi-K2.5")
+    assert kimi.attention == "mla" and kimi.moe.num_experts == 384
+    minimax = resolve_model("MiniMaxAI/MiniMax-M2.5")
+    assert minimax.moe.num_experts == 256 and minimax.moe.top_k == 8 and minimax.num_layers == 62
+    with pytest.raises(UnsupportedModel, match="linear attention"):
+        resolve_model("Qwen/Qwen3.5-397B-A17B")
+
+
+def test_anomaly_checks_flag_physically_impossible_rows():
+    rows = [_row(id="ok"),
+            _row(id="too_fast_tpot", silicon_tpot_ms=0.5),            # below the weight-read floor
+            _row(id="too_fast_prefill", isl=8192, silicon_ttft_ms=1.0),
+            _row(id="too_slow", silicon_tpot_ms=5000.0),
+            _row(id="named_tp8_run_tp8_0_ep8", tp_size=4)]
+    dep, _ = map_rows(pd.DataFrame(rows))
+    flags = flag_anomalies(dep)
+    got = dict(zip(dep["id"], flags.map(anomaly_category), strict=True))
+    assert got["ok"] == []
+    assert got["too_fast_tpot"] == ["tpot_below_roofline"]
+    assert "ttft_below_roofline" in got["too_fast_prefill"]
+    assert got["too_slow"] == ["tpot_above_ceiling"]
+    assert got["named_tp8_run_tp8_0_ep8"] == ["id_layout_mismatch"]
