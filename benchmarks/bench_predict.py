@@ -24,27 +24,40 @@ def best_of(fn, repeat: int = 5) -> float:
     return min(times)
 
 
+def bench_case(model: str, hw: str, tp: int, n: int = 200, points: int = 10**6) -> str:
+    """Time one configuration: scalar predict (fresh and reused StepModel) and 10^6 points."""
+    pm.predict(model, hw, tp=tp)  # warm the spec caches (YAML parsing is a one-off)
+
+    def scalar() -> None:
+        for _ in range(n):
+            pm.predict(model, hw, tp=tp, isl=2048, osl=256, batch=8)
+
+    sm = pm.StepModel(model, hw, tp=tp)
+
+    def reused() -> None:
+        for _ in range(n):
+            pm.predict(None, None, isl=2048, osl=256, batch=8, step_model=sm)
+
+    rng = np.random.default_rng(0)
+    batch = rng.integers(1, 257, points)
+    isl = rng.integers(128, 8193, points)
+    osl = rng.integers(16, 2049, points)
+
+    def vectorised() -> None:
+        pm.predict(None, None, isl=isl, osl=osl, batch=batch, step_model=sm)
+
+    t, t_reuse = best_of(scalar, 3) / n, best_of(reused, 3) / n
+    t_vec = best_of(vectorised, 2)
+    return (f"{model:15s} on {tp}x {hw:9s}: scalar predict {t * 1e3:.3f} ms "
+            f"({t_reuse * 1e3:.3f} ms reusing a StepModel); 10^6 points in {t_vec:.2f} s "
+            f"= {points / t_vec / 1e6:.2f} M points/s")
+
+
 def main() -> None:
     print(f"python {platform.python_version()}, numpy {np.__version__}, cores {os.cpu_count()}")
-    cases = [("llama-3.1-8b", "h100-sxm", 1), ("llama-3.1-70b", "h100-sxm", 8), ("deepseek-v3", "b200", 8)]
-    for model, hw, tp in cases:
-        pm.predict(model, hw, tp=tp)  # warm the spec caches (YAML parsing is a one-off)
-        n = 200
-        t = best_of(lambda m=model, h=hw, k=tp: [pm.predict(m, h, tp=k, isl=2048, osl=256, batch=8)
-                                                  for _ in range(n)], repeat=3) / n
-        sm = pm.StepModel(model, hw, tp=tp)
-        t_reuse = best_of(lambda s=sm: [pm.predict(None, None, isl=2048, osl=256, batch=8, step_model=s)
-                                        for _ in range(n)], repeat=3) / n
-        rng = np.random.default_rng(0)
-        points = 10**6
-        batch = rng.integers(1, 257, points)
-        isl = rng.integers(128, 8193, points)
-        osl = rng.integers(16, 2049, points)
-        t_vec = best_of(lambda s=sm: pm.predict(None, None, isl=isl, osl=osl, batch=batch, step_model=s),
-                        repeat=2)
-        print(f"{model:15s} on {tp}x {hw:9s}: scalar predict {t * 1e3:.3f} ms "
-              f"({t_reuse * 1e3:.3f} ms reusing a StepModel); 10^6 points in {t_vec:.2f} s "
-              f"= {points / t_vec / 1e6:.2f} M points/s")
+    for model, hw, tp in [("llama-3.1-8b", "h100-sxm", 1), ("llama-3.1-70b", "h100-sxm", 8),
+                          ("deepseek-v3", "b200", 8)]:
+        print(bench_case(model, hw, tp))
 
 
 if __name__ == "__main__":
