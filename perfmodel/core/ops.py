@@ -140,79 +140,119 @@ def _gemm(name: str, op_class: OpClass, m, n: float, k: float, wb: float, ab: fl
               m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=present * w, n=n, k=k)
 
 
-def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
-                  s: StepShape) -> list[Op]:
-    """Projections and attention core of one layer (see module notation)."""
-    h, tp, a = model.hidden_size, par.tp, par.dp_attention
-    wb, ab, kvb = prec.weights.bytes, prec.act_bytes, prec.kv_cache.bytes
+@dataclass(frozen=True)
+class AttentionDims:
+    """Per-device attention sizes of a model under a TP degree (see :func:`attention_dims`)."""
+
+    heads: float            # query heads on the device
+    kv_width: float         # cached elements per token per layer on the device
+    decode: tuple[float, float]   # (d_qk, d_v) of the decode core (MLA absorbed: 576, 512)
+    prefill: tuple[float, float]  # (d_qk, d_v) of the prefill core (MLA: 192, 128)
+    kv_streams: float       # independent KV streams a decode kernel reads (GQA: local KV heads; MLA: 1)
+    prefill_kv_heads: float  # K/V heads of the prefill core (MLA: the query heads)
+    q_o_elems: float        # query + output elements per token moved by the core
+    mla: bool
+
+
+def attention_dims(model: ModelSpec, tp: int) -> AttentionDims:
+    """Head counts and sizes of the attention core on one device."""
     nq = model.num_attention_heads / tp
-    t_a = s.tokens / a
-    dec_a, pre_a = s.n_decode / a, s.n_prefill / a
     kv_e = kv_elems_per_token_layer(model, tp)
-    attended = np.minimum(s.context, group.window) if group.window else s.context
-    pairs = windowed_pairs(s.past + s.chunk, group.window) - windowed_pairs(s.past, group.window)
-    past_read = np.minimum(s.past, group.window) if group.window else s.past
-    ops: list[Op] = []
     if model.attention == "mla":
         mla = model.mla
         assert mla is not None
-        d_qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-        if mla.q_lora_rank:
-            ops.append(_gemm("q_a_proj", "attention_proj", t_a, mla.q_lora_rank, h, wb, ab))
-            ops.append(_gemm("q_b_proj", "attention_proj", t_a, nq * d_qk, mla.q_lora_rank, wb, ab))
-        else:
-            ops.append(_gemm("q_proj", "attention_proj", t_a, nq * d_qk, h, wb, ab))
-        ops.append(_gemm("kv_a_proj", "attention_proj", t_a, kv_e, h, wb, ab))
-        # decode: absorbed form, W_UK and W_UV applied per head to the query and the output
-        dec_t = dec_a
-        absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
-        ops.append(Op("kv_b_absorbed", "attention_proj", "gemm", 2.0 * dec_t * nq * absorb_n,
-                      np.where(dec_t > 0, nq * absorb_n * wb + dec_t * nq * (mla.qk_nope_head_dim
-                               + mla.v_head_dim + 2 * mla.kv_lora_rank) * ab, 0.0),
-                      m=np.maximum(dec_t, 1.0), kernels=2.0 * (dec_t > 0),
-                      weight_bytes=np.where(dec_t > 0, nq * absorb_n * wb, 0.0)))
-        # prefill: up-project the latent of every new and past token of the chunk
-        up_tokens = pre_a * (s.chunk + s.past)
-        ops.append(_gemm("kv_b_proj", "attention_proj", up_tokens,
-                         nq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, wb, ab))
-        dec_flops_per = 2.0 * nq * (kv_e + mla.kv_lora_rank)
-        pre_flops_per = 2.0 * nq * (d_qk + mla.v_head_dim)
-        q_o_elems = nq * (d_qk + mla.v_head_dim)
-        o_in = nq * mla.v_head_dim
+        d_qk = float(mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+        return AttentionDims(nq, kv_e, (kv_e, float(mla.kv_lora_rank)), (d_qk, float(mla.v_head_dim)),
+                             1.0, nq, nq * (d_qk + mla.v_head_dim), True)
+    d, dv = float(model.head_dim), float(model.v_head_dim)
+    kv_heads = local_kv_heads(model, tp)
+    return AttentionDims(nq, kv_e, (d, dv), (d, dv), kv_heads, kv_heads, nq * (d + dv), False)
+
+
+def decode_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
+                        s: StepShape) -> Op:
+    r"""Decode attention core of one layer: each decoding sequence reads its cached context.
+
+    .. math:: F = 2 b H L_w (d_{qk} + d_v), \qquad D = b\,(L_w w_{kv} b_{kv} + H (d_{qk}+d_v) b_a)
+
+    with b sequences on the attention rank, H local heads and :math:`L_w = \min(L, W)`.
+    """
+    dims = attention_dims(model, par.tp)
+    dec_a = s.n_decode / par.dp_attention
+    attended = np.minimum(s.context, group.window) if group.window else s.context
+    kvb = prec.kv_cache.bytes
+    return Op("attention_decode", "attention", "attention_decode",
+              dec_a * 2.0 * dims.heads * sum(dims.decode) * attended,
+              dec_a * (attended * dims.kv_width * kvb + dims.q_o_elems * prec.act_bytes),
+              m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
+              attention={"family": "mla_decode" if dims.mla else "attention_decode",
+                         "batch": dec_a, "kv_len": attended, "heads": dims.heads, "kv_width": dims.kv_width,
+                         "d_qk": dims.decode[0], "d_v": dims.decode[1], "kv_bytes": kvb,
+                         "kv_streams": dims.kv_streams})
+
+
+def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
+                         s: StepShape) -> Op:
+    r"""Causal prefill attention core of one layer over a chunk, with ``past`` tokens cached.
+
+    .. math:: F = 2 b H\,P (d_{qk} + d_v), \quad P = \mathrm{pairs}(past + c) - \mathrm{pairs}(past)
+    """
+    dims = attention_dims(model, par.tp)
+    pre_a = s.n_prefill / par.dp_attention
+    pairs = windowed_pairs(s.past + s.chunk, group.window) - windowed_pairs(s.past, group.window)
+    past_read = np.minimum(s.past, group.window) if group.window else s.past
+    kvb = prec.kv_cache.bytes
+    return Op("attention_prefill", "attention", "attention_prefill",
+              pre_a * 2.0 * dims.heads * sum(dims.prefill) * pairs,
+              pre_a * ((past_read + s.chunk) * dims.kv_width * kvb + s.chunk * dims.q_o_elems * prec.act_bytes),
+              m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0),
+              attention={"family": "mla_prefill" if dims.mla else "attention_prefill",
+                         "batch": pre_a, "isl": s.chunk, "heads": dims.heads,
+                         "kv_heads": dims.prefill_kv_heads, "d_qk": dims.prefill[0],
+                         "d_v": dims.prefill[1], "kv_bytes": kvb, "window": group.window or 0})
+
+
+def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> list[Op]:
+    """QKV (or MLA's low-rank) projections and the output projection of one layer."""
+    h, a = model.hidden_size, par.dp_attention
+    wb, ab = prec.weights.bytes, prec.act_bytes
+    dims = attention_dims(model, par.tp)
+    nq, t_a = dims.heads, s.tokens / a
+    if not dims.mla:
+        return [_gemm("qkv_proj", "attention_proj", t_a, (nq + 2.0 * dims.kv_streams) * model.head_dim, h,
+                      wb, ab),
+                _gemm("o_proj", "attention_proj", t_a, h, nq * model.v_head_dim, wb, ab)]
+    mla = model.mla
+    assert mla is not None
+    d_qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    ops: list[Op] = []
+    if mla.q_lora_rank:
+        ops.append(_gemm("q_a_proj", "attention_proj", t_a, mla.q_lora_rank, h, wb, ab))
+        ops.append(_gemm("q_b_proj", "attention_proj", t_a, nq * d_qk, mla.q_lora_rank, wb, ab))
     else:
-        d, dv = model.head_dim, model.v_head_dim
-        n_qkv = (nq + 2.0 * local_kv_heads(model, tp)) * d
-        ops.append(_gemm("qkv_proj", "attention_proj", t_a, n_qkv, h, wb, ab))
-        dec_flops_per = 2.0 * nq * (d + dv)
-        pre_flops_per = dec_flops_per
-        q_o_elems = nq * (d + dv)
-        o_in = nq * dv
-    # attention core: decode reads the cached context; prefill is causal over the chunk
-    mla_kind = model.attention == "mla"
-    if mla_kind:
-        dec_dims, pre_dims = (kv_e, float(mla.kv_lora_rank)), (float(d_qk), float(mla.v_head_dim))
-        streams, pre_kv_heads = 1.0, nq
-    else:
-        dec_dims = pre_dims = (float(model.head_dim), float(model.v_head_dim))
-        streams = pre_kv_heads = local_kv_heads(model, par.tp)
-    ops.append(Op("attention_decode", "attention", "attention_decode",
-                  dec_a * dec_flops_per * attended,
-                  dec_a * (attended * kv_e * kvb + q_o_elems * ab),
-                  m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
-                  attention={"family": "mla_decode" if mla_kind else "attention_decode",
-                             "batch": dec_a, "kv_len": attended, "heads": nq, "kv_width": kv_e,
-                             "d_qk": dec_dims[0], "d_v": dec_dims[1], "kv_bytes": kvb,
-                             "kv_streams": streams}))
-    ops.append(Op("attention_prefill", "attention", "attention_prefill",
-                  pre_a * pre_flops_per * pairs,
-                  pre_a * ((past_read + s.chunk) * kv_e * kvb + s.chunk * q_o_elems * ab),
-                  m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0),
-                  attention={"family": "mla_prefill" if mla_kind else "attention_prefill",
-                             "batch": pre_a, "isl": s.chunk, "heads": nq, "kv_heads": pre_kv_heads,
-                             "d_qk": pre_dims[0], "d_v": pre_dims[1], "kv_bytes": kvb,
-                             "window": group.window or 0}))
-    ops.append(_gemm("o_proj", "attention_proj", t_a, h, o_in, wb, ab))
+        ops.append(_gemm("q_proj", "attention_proj", t_a, nq * d_qk, h, wb, ab))
+    ops.append(_gemm("kv_a_proj", "attention_proj", t_a, dims.kv_width, h, wb, ab))
+    # decode: absorbed form, W_UK and W_UV applied per head to the query and the output
+    dec_t = s.n_decode / a
+    absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
+    present = (dec_t > 0).astype(float)
+    ops.append(Op("kv_b_absorbed", "attention_proj", "gemm", 2.0 * dec_t * nq * absorb_n,
+                  present * nq * absorb_n * wb + dec_t * nq * (mla.qk_nope_head_dim + mla.v_head_dim
+                                                                + 2 * mla.kv_lora_rank) * ab,
+                  m=np.maximum(dec_t, 1.0), kernels=2.0 * present, weight_bytes=present * nq * absorb_n * wb))
+    # prefill: up-project the latent of every new and past token of the chunk
+    up_tokens = s.n_prefill / a * (s.chunk + s.past)
+    ops.append(_gemm("kv_b_proj", "attention_proj", up_tokens,
+                     nq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, wb, ab))
+    ops.append(_gemm("o_proj", "attention_proj", t_a, h, nq * mla.v_head_dim, wb, ab))
     return ops
+
+
+def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
+                  s: StepShape) -> list[Op]:
+    """Projections and attention cores (decode and prefill) of one layer (see module notation)."""
+    return [*attention_projection_ops(model, par, prec, s), decode_attention_op(model, group, par, prec, s),
+            prefill_attention_op(model, group, par, prec, s)]
 
 
 def expected_experts_hit(num_experts: int, top_k: int, routed_tokens: np.ndarray) -> np.ndarray:

@@ -75,8 +75,17 @@ class Prediction:
     decode_bound: np.ndarray
     devices: int
     config: dict[str, Any]
-    prefill_parts: StepBreakdown = field(repr=False)
-    decode_parts: StepBreakdown = field(repr=False)
+    stacked_parts: StepBreakdown = field(repr=False)
+
+    @property
+    def prefill_parts(self) -> StepBreakdown:
+        """Per op class parts of the prefill step (first operating point of the first chunk)."""
+        return self.stacked_parts.select(0)
+
+    @property
+    def decode_parts(self) -> StepBreakdown:
+        """Per op class parts of the mid-output decode step (as :attr:`prefill_parts`)."""
+        return self.stacked_parts.select(1)
 
     COLUMNS = (
         "batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_tokens_per_s",
@@ -166,20 +175,20 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     steps = np.broadcast_to(parts.total, stacked.n_decode.shape)
     att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
     tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
-    pre, dec = parts.select(0), parts.select(1)
-    return steps[0], tpot, pre.bound(), dec.bound(), pre, dec
+    bounds = np.broadcast_to(parts.bound(), stacked.n_decode.shape)
+    return steps[0], tpot, bounds[0], bounds[1], parts
 
 
 def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     shape = b.shape
     fb, fi, fo = b.ravel(), i.ravel(), o.ravel()
     if fb.size <= CHUNK:
-        ttft, tpot, pb, db, pre, dec = _phase_times(sm, fb, fi, fo)
-        return ttft.reshape(shape), tpot.reshape(shape), pb.reshape(shape), db.reshape(shape), pre, dec
+        ttft, tpot, pb, db, parts = _phase_times(sm, fb, fi, fo)
+        return ttft.reshape(shape), tpot.reshape(shape), pb.reshape(shape), db.reshape(shape), parts
     outs = [_phase_times(sm, fb[k:k + CHUNK], fi[k:k + CHUNK], fo[k:k + CHUNK])
             for k in range(0, fb.size, CHUNK)]
     cat = [np.concatenate([out[j] for out in outs]).reshape(shape) for j in range(4)]
-    return (*cat, outs[0][4], outs[0][5])
+    return (*cat, outs[0][4])
 
 
 def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
@@ -227,7 +236,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     o = _positive_array("osl", osl)
     b, i, o = (np.array(x) for x in np.broadcast_arrays(b, i, o))
 
-    ttft, tpot, pre_bound, dec_bound, pre, dec_mid = _phase_times_chunked(sm, b, i, o)
+    ttft, tpot, pre_bound, dec_bound, stacked_parts = _phase_times_chunked(sm, b, i, o)
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
@@ -258,5 +267,5 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         memory_used_bytes_per_device=used, memory_capacity_bytes=sm.hardware.memory_capacity,
         max_batch_at_context=np.floor(max_batch),
         prefill_bound=pre_bound, decode_bound=dec_bound, devices=par.devices, config=config,
-        prefill_parts=pre, decode_parts=dec_mid,
+        stacked_parts=stacked_parts,
     )

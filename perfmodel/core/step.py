@@ -33,6 +33,7 @@ from .ops import (
     Op,
     StepShape,
     attention_ops,
+    decode_attention_op,
     elementwise_op,
     embedding_head_ops,
     ffn_ops,
@@ -384,9 +385,8 @@ class StepModel:
         shape = StepShape.make(n_decode=n, context=context)
         total = 0.0
         for group in self.model.layer_groups:
-            for op in attention_ops(self.model, group, par, self.precision, shape):
-                if op.kind == "attention_decode":
-                    total = total + group.count * self._op_parts(op).total
+            op = decode_attention_op(self.model, group, par, self.precision, shape)
+            total = total + group.count * self._op_parts(op).total
         return np.asarray(total)
 
     def breakdown_part(self, shape: StepShape, part: str) -> StepBreakdown:
