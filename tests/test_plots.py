@@ -162,3 +162,14 @@ def test_demo_figures(tmp_path):
 def test_column_label(column, label):
     assert column_label(column) == label
     assert column_label(column, "custom [x]") == "custom [x]"
+
+
+def test_specs_have_html_reprs_with_units_and_sources():
+    import perfmodel as pm
+
+    acc = pm.load_hardware("h100-sxm")._repr_html_()
+    assert "3.35 TB/s" in acc and "989 TFLOP/s" in acc and "href=" in acc
+    mdl = pm.load_model("deepseek-v3")._repr_html_()
+    assert "256 experts" in mdl and "70.27 kB" in mdl
+    pred = pm.predict("llama-3.1-8b", "h100-sxm", batch=[1, 4])._repr_html_()
+    assert "<table" in pred and "TTFT excludes queueing" in pred

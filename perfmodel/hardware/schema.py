@@ -39,6 +39,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+class _SpecHTML:
+    """Notebook display of a whole spec: every figure with unit, basis and source."""
+
+    def _repr_html_(self) -> str:
+        from ..reprs import spec_html
+
+        return spec_html(self)
+
+
 class Figure(_Strict):
     """One sourced number.
 
@@ -146,7 +155,7 @@ class Port(_Strict):
         return fig
 
 
-class Accelerator(_Strict):
+class Accelerator(_SpecHTML, _Strict):
     """Datasheet figures of one accelerator (per chip / package, never rack aggregates)."""
 
     kind: Literal["accelerator"]
@@ -218,7 +227,7 @@ class Accelerator(_Strict):
         raise unknown_name(f"{self.id} dense compute format", compute, self.compute)
 
 
-class Link(_Strict):
+class Link(_SpecHTML, _Strict):
     """An interconnect: per-direction bandwidth per device and fixed latency α."""
 
     kind: Literal["link"]
@@ -242,7 +251,7 @@ class Link(_Strict):
         return self
 
 
-class System(_Strict):
+class System(_SpecHTML, _Strict):
     """A node or rack: N accelerators plus scale-up and scale-out links."""
 
     kind: Literal["system"]

@@ -180,6 +180,11 @@ class ModelSpec:
     def is_moe(self) -> bool:
         return self.moe is not None
 
+    def _repr_html_(self) -> str:
+        from ..reprs import model_html
+
+        return model_html(self)
+
     def params_total(self) -> int:
         """Total parameters, embeddings included (see :func:`derived.params_total`)."""
         from .derived import params_total
