@@ -32,3 +32,13 @@ def test_python_dash_m_entry_point():
     out = subprocess.run([sys.executable, "-m", "perfmodel", "hardware", "list", "--kind", "link"],
                          capture_output=True, text=True, check=True)
     assert "nvlink4" in out.stdout
+
+
+def test_device_benchmark_script_runs_on_cpu(tmp_path):
+    """The GPU script (benchmarks/device_ops.py) is smoke-tested on the CPU where torch is installed."""
+    pytest.importorskip("torch", reason="torch is not installed (the GPU script needs it)")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_ops.py"), "--out", str(tmp_path),
+                          "--device", "cpu", "--quick"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    header = (tmp_path / "gemm.csv").read_text().splitlines()[0].split(",")
+    assert {"system", "backend", "backend_version", "kernel_source", "dtype", "m", "n", "k", "latency_ms"} <= set(header)
