@@ -267,6 +267,7 @@ class System(_SpecHTML, _Strict):
     host_memory: Bytes | None = None
     power: Power | None = None
     status: Literal["shipping", "announced", "preliminary"] = "shipping"
+    source: str | None = Field(default=None, description="where the composition (count, links) was read")
     notes: str | None = None
 
 
