@@ -8,6 +8,7 @@ token still traverses every stage, so the latency covers all layers at the micro
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..modelspec import ModelSpec, load_model
+from ..modelspec.schema import LayerGroup
 from ..precision import Precision
 from . import comm
 from .costs import (
@@ -340,6 +342,22 @@ class StepModel:
         return op_time(op.flops, op.bytes, peak, self.bandwidth, eta_c, eta_m, eff.kernel_overhead,
                        op.kernels)
 
+    @functools.cached_property
+    def _attention_groups(self) -> list[LayerGroup]:
+        """Layers merged by attention window (their FFN kind is irrelevant to attention ops)."""
+        counts: dict[int | None, int] = {}
+        for g in self.model.layer_groups:
+            counts[g.window] = counts.get(g.window, 0) + g.count
+        return [LayerGroup(count=c, ffn="dense", window=w) for w, c in counts.items()]
+
+    @functools.cached_property
+    def _ffn_groups(self) -> list[LayerGroup]:
+        """Layers merged by FFN kind (their window is irrelevant to FFN ops and messages)."""
+        counts: dict[str, int] = {}
+        for g in self.model.layer_groups:
+            counts[g.ffn] = counts.get(g.ffn, 0) + g.count
+        return [LayerGroup(count=c, ffn=f, window=None) for f, c in counts.items()]
+
     def _offload(self, op: Op, group, shape: StepShape) -> tuple[Op, np.ndarray]:
         """Move the host-resident share of a decode attention op's KV bytes to the host link."""
         from dataclasses import replace
@@ -359,15 +377,19 @@ class StepModel:
             shape = StepShape(shape.n_decode / par.pp, shape.context, shape.n_prefill, shape.chunk,
                               shape.past)
         out = StepBreakdown(step_overhead=self.efficiency.step_overhead)
-        for group in model.layer_groups:
-            ops = attention_ops(model, group, par, prec, shape)
-            ops += ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
-            ops.append(elementwise_op(model, group, par, prec, shape))
-            for op in ops:
+        # Attention depends only on a layer's window, the FFN side only on its kind: cost each distinct
+        # one once and weight it by its layer count (DeepSeek's 3 dense + 58 MoE layers share attention).
+        for group in self._attention_groups:
+            for op in attention_ops(model, group, par, prec, shape):
                 if self.kv_host_fraction > 0 and op.kind == "attention_decode":
                     op, host_bytes = self._offload(op, group, shape)
                     exposed = (1.0 - self.kv_host_overlap) * host_bytes / self.host_bandwidth
                     out.comm["kv_host_read"] = out.comm.get("kv_host_read", 0.0) + group.count * exposed
+                out.add_op(op.op_class, self._op_parts(op), group.count)
+        for group in self._ffn_groups:
+            ops = ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
+            ops.append(elementwise_op(model, group, par, prec, shape))
+            for op in ops:
                 out.add_op(op.op_class, self._op_parts(op), group.count)
             for msg in layer_messages(model, group, par, prec, shape):
                 out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)
