@@ -154,7 +154,7 @@ def _first(x) -> float:
 
 
 #: Operating points evaluated per numpy pass: small enough for the temporaries to stay in cache.
-CHUNK = 8192
+CHUNK = 16384
 
 
 def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
