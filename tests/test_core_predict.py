@@ -175,3 +175,22 @@ def test_multi_node_collectives_are_hierarchical():
     assert t < flat_nic  # far cheaper than a flat ring at NIC bandwidth
     with pytest.raises(pm.ConfigError, match="multiple of the domain"):
         pm.StepModel("deepseek-v3", "h100-sxm", tp=4, dp_attention=3, ep=4)
+
+
+@pytest.mark.parametrize("model, hw, kw", [
+    ("llama-3.1-70b", "h100-sxm", {"tp": 8}), ("deepseek-v3", "b200", {"tp": 8}),
+    ("gpt-oss-120b", "h100-sxm", {}), ("llama-3.1-8b", "h100-sxm", {"pp": 2}),
+    ("qwen3-30b-a3b", "b200", {"tp": 2, "ep": 2})])
+def test_fast_path_by_batch_equals_the_definition(model, hw, kw):
+    from perfmodel.core.predict import _phase_times, _phase_times_by_batch
+
+    sm = pm.StepModel(model, hw, **kw)
+    rng = np.random.default_rng(3)
+    b = rng.integers(1, 40, 400).astype(float)
+    i = rng.integers(16, 8192, 400).astype(float)
+    o = rng.integers(1, 2048, 400).astype(float)
+    ref, fast = _phase_times(sm, b, i, o), _phase_times_by_batch(sm, b, i, o)
+    for k in range(2):
+        np.testing.assert_allclose(fast[k], ref[k], rtol=1e-12)
+    np.testing.assert_array_equal(fast[2], ref[2])
+    assert np.mean(fast[3] == ref[3]) > 0.99  # ties between equal parts may round either way

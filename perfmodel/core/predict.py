@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from .memory import kv_bytes_per_token_device, max_static_batch, workspace_bytes
 from .ops import StepShape
 from .roofline import e2e_latency
-from .step import StepBreakdown, StepModel
+from .step import StepBreakdown, StepModel, dominant_term
 
 FIT_REASONS = np.array(["", "weights alone exceed usable memory",
                         "weights + KV cache + workspace exceed usable memory"])
@@ -158,35 +158,73 @@ CHUNK = 16384
 
 
 def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
-    """TTFT, TPOT, bounds and breakdowns for 1-D arrays of operating points.
+    """TTFT, TPOT, bounds and breakdowns for 1-D arrays of operating points (the definition).
 
     One vectorised pass over two stacked shapes: the prefill step and the decode step at the
     midpoint context. Only decode attention depends on the context, so Simpson's rule over the
     contexts isl+1, midpoint, isl+osl-1 needs that op alone at the two ends:
-    (t_lo + 4 t_mid + t_hi)/6 = t_mid + (a_lo + a_hi - 2 a_mid)/6.
+    (t_lo + 4 t_mid + t_hi)/6 = t_mid + (a_lo + a_hi - 2 a_mid)/6. With a KV host-offload share the
+    host read depends on the context too, so the three decode steps are evaluated in full.
     """
-    c_lo = i + 1.0
-    c_hi = np.maximum(i + o - 1.0, c_lo)
-    c_mid = 0.5 * (c_lo + c_hi)
+    c_lo, c_mid, c_hi = _contexts(i, o)
     zero = np.zeros_like(b)
     stacked = StepShape.make(n_decode=np.stack([zero, b]), context=np.stack([zero, c_mid]),
                              n_prefill=np.stack([b, zero]), chunk=np.stack([i, zero]))
     parts = sm.breakdown(stacked)
     steps = np.broadcast_to(parts.total, stacked.n_decode.shape)
-    att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
-    tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
+    if sm.kv_host_fraction > 0:
+        ends = sm.breakdown(StepShape.make(n_decode=np.stack([b, b]), context=np.stack([c_lo, c_hi]))).total
+        tpot = (ends[0] + 4.0 * steps[1] + ends[1]) / 6.0
+    else:
+        att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
+        tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
     bounds = np.broadcast_to(parts.bound(), stacked.n_decode.shape)
     return steps[0], tpot, bounds[0], bounds[1], parts
+
+
+def _contexts(i: np.ndarray, o: np.ndarray):
+    """Decode contexts isl+1, midpoint and isl+osl−1 (Simpson's nodes)."""
+    c_lo = i + 1.0
+    c_hi = np.maximum(i + o - 1.0, c_lo)
+    return c_lo, 0.5 * (c_lo + c_hi), c_hi
+
+
+def _phase_times_by_batch(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
+    """:func:`_phase_times` for many points sharing few batch sizes (sweeps over ISL/OSL).
+
+    A decode step is the decode attention cores, which depend on the context, plus everything else,
+    which depends on the batch alone; the latter is evaluated once per distinct batch and gathered.
+    Equal to :func:`_phase_times` up to rounding (tested). The breakdown returned is that of the
+    first point, evaluated exactly.
+    """
+    ub, inv = np.unique(b, return_inverse=True)
+    c_lo, c_mid, c_hi = _contexts(i, o)
+    pre = sm.breakdown(StepShape.make(n_prefill=b, chunk=i))
+    ttft = np.broadcast_to(pre.total, b.shape)
+    dec = sm.breakdown(StepShape.make(n_decode=ub, context=1.0))
+    att_u = sm.decode_attention_parts(ub, 1.0)
+    att = sm.decode_attention_parts(b, np.stack([c_lo, c_mid, c_hi]))
+    rest_total = (dec.total - att_u.total)[inv]
+    tpot = rest_total + (att.total[0] + 4.0 * att.total[1] + att.total[2]) / 6.0
+    comm = np.broadcast_to(dec.comm_total, ub.shape)[inv]
+    dec_bound = dominant_term((sum(dec.compute.values()) - att_u.compute)[inv] + att.compute[1],
+                              (sum(dec.memory.values()) - att_u.memory)[inv] + att.memory[1], comm)
+    first = _phase_times(sm, b[:1], i[:1], o[:1])[4]
+    return ttft, tpot, np.broadcast_to(pre.bound(), b.shape), dec_bound, first
 
 
 def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     shape = b.shape
     fb, fi, fo = b.ravel(), i.ravel(), o.ravel()
+
+    def run(bb, ii, oo):
+        few_batches = bb.size >= 64 and sm.kv_host_fraction == 0 and np.unique(bb).size * 4 <= bb.size
+        return (_phase_times_by_batch if few_batches else _phase_times)(sm, bb, ii, oo)
+
     if fb.size <= CHUNK:
-        ttft, tpot, pb, db, parts = _phase_times(sm, fb, fi, fo)
+        ttft, tpot, pb, db, parts = run(fb, fi, fo)
         return ttft.reshape(shape), tpot.reshape(shape), pb.reshape(shape), db.reshape(shape), parts
-    outs = [_phase_times(sm, fb[k:k + CHUNK], fi[k:k + CHUNK], fo[k:k + CHUNK])
-            for k in range(0, fb.size, CHUNK)]
+    outs = [run(fb[k:k + CHUNK], fi[k:k + CHUNK], fo[k:k + CHUNK]) for k in range(0, fb.size, CHUNK)]
     cat = [np.concatenate([out[j] for out in outs]).reshape(shape) for j in range(4)]
     return (*cat, outs[0][4])
 

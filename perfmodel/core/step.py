@@ -47,6 +47,24 @@ BOUNDS = np.array(["compute", "memory", "communication"])
 OP_CLASSES = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
 
 
+@dataclass(frozen=True)
+class PartSums:
+    """Summed compute parts, memory parts and op totals of a set of ops [s]."""
+
+    compute: np.ndarray
+    memory: np.ndarray
+    total: np.ndarray
+
+
+def dominant_term(compute, memory, comm) -> np.ndarray:
+    """'compute', 'memory' or 'communication': the largest of a step's summed parts [s]."""
+    c, m, k = np.broadcast_arrays(np.asarray(compute, float), np.asarray(memory, float),
+                                  np.asarray(comm, float))
+    code = np.where(c >= m, 0, 1)
+    code[(k > c) & (k > m)] = 2
+    return BOUNDS[code]
+
+
 @dataclass
 class StepBreakdown:
     """Per op class time parts of a step [s] (arrays over operating points).
@@ -113,13 +131,7 @@ class StepBreakdown:
 
     def bound(self) -> np.ndarray:
         """Dominant term of the step: 'compute', 'memory' or 'communication'."""
-        c = sum(self.compute.values())
-        m = sum(self.memory.values())
-        k = self.comm_total
-        c, m, k = np.broadcast_arrays(np.asarray(c, float), np.asarray(m, float), np.asarray(k, float))
-        code = np.where(c >= m, 0, 1)
-        code[(k > c) & (k > m)] = 2
-        return BOUNDS[code]
+        return dominant_term(sum(self.compute.values()), sum(self.memory.values()), self.comm_total)
 
     def select(self, k: int) -> StepBreakdown:
         """Row ``k`` of a breakdown computed over stacked shapes (leading axis)."""
@@ -400,16 +412,22 @@ class StepModel:
             out.comm["pp_p2p"] = (par.pp - 1) * self._message_time(hand_off)
         return out
 
-    def decode_attention_time(self, n_decode, context) -> np.ndarray:
-        """Time of the decode attention ops alone, summed over layers [s] (the context-dependent part)."""
+    def decode_attention_parts(self, n_decode, context) -> PartSums:
+        """Decode attention cores alone, summed over layers: the context-dependent part of a step [s]."""
         par = self.parallel
         n = np.asarray(n_decode, dtype=float) / (par.pp if par.pp > 1 else 1)
         shape = StepShape.make(n_decode=n, context=context)
-        total = 0.0
-        for group in self.model.layer_groups:
-            op = decode_attention_op(self.model, group, par, self.precision, shape)
-            total = total + group.count * self._op_parts(op).total
-        return np.asarray(total)
+        comp = mem = tot = 0.0
+        for group in self._attention_groups:
+            parts = self._op_parts(decode_attention_op(self.model, group, par, self.precision, shape))
+            comp = comp + group.count * parts.compute
+            mem = mem + group.count * parts.memory
+            tot = tot + group.count * parts.total
+        return PartSums(np.asarray(comp), np.asarray(mem), np.asarray(tot))
+
+    def decode_attention_time(self, n_decode, context) -> np.ndarray:
+        """Time of the decode attention cores alone, summed over layers [s]."""
+        return self.decode_attention_parts(n_decode, context).total
 
     def breakdown_part(self, shape: StepShape, part: str) -> StepBreakdown:
         """Time parts of one side of a step, for placing attention and FFN on different pools [s].
