@@ -194,13 +194,21 @@ def _phase_times_by_batch(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.nda
 
     A decode step is the decode attention cores, which depend on the context, plus everything else,
     which depends on the batch alone; the latter is evaluated once per distinct batch and gathered.
+    The prefill step is evaluated once per distinct (batch, isl) pair.
     Equal to :func:`_phase_times` up to rounding (tested). The breakdown returned is that of the
     first point, evaluated exactly.
     """
     ub, inv = np.unique(b, return_inverse=True)
     c_lo, c_mid, c_hi = _contexts(i, o)
-    pre = sm.breakdown(StepShape.make(n_prefill=b, chunk=i))
-    ttft = np.broadcast_to(pre.total, b.shape)
+    # the prefill step depends on (batch, isl) alone: evaluate each distinct pair once
+    key = b * 2.0**32 + i  # exact in float64 for whole numbers below 2**21 and 2**32
+    uk, kinv = np.unique(key, return_inverse=True)
+    if uk.size * 4 > key.size:  # mostly distinct pairs: gathering would cost more than it saves
+        uk, kinv = key, np.arange(key.size)
+    pb = np.floor(uk / 2.0**32)
+    pre = sm.breakdown(StepShape.make(n_prefill=pb, chunk=uk - pb * 2.0**32))
+    ttft = np.broadcast_to(pre.total, uk.shape)[kinv]
+    pre_bound = np.broadcast_to(pre.bound(), uk.shape)[kinv]
     dec = sm.breakdown(StepShape.make(n_decode=ub, context=1.0))
     att_u = sm.decode_attention_parts(ub, 1.0)
     att = sm.decode_attention_parts(b, np.stack([c_lo, c_mid, c_hi]))
@@ -210,7 +218,7 @@ def _phase_times_by_batch(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.nda
     dec_bound = dominant_term((sum(dec.compute.values()) - att_u.compute)[inv] + att.compute[1],
                               (sum(dec.memory.values()) - att_u.memory)[inv] + att.memory[1], comm)
     first = _phase_times(sm, b[:1], i[:1], o[:1])[4]
-    return ttft, tpot, np.broadcast_to(pre.bound(), b.shape), dec_bound, first
+    return ttft, tpot, pre_bound, dec_bound, first
 
 
 def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
@@ -218,7 +226,8 @@ def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndar
     fb, fi, fo = b.ravel(), i.ravel(), o.ravel()
 
     def run(bb, ii, oo):
-        few_batches = bb.size >= 64 and sm.kv_host_fraction == 0 and np.unique(bb).size * 4 <= bb.size
+        few_batches = (bb.size >= 64 and sm.kv_host_fraction == 0 and np.unique(bb).size * 4 <= bb.size
+                       and bb.max() < 2**21 and ii.max() < 2**32)
         return (_phase_times_by_batch if few_batches else _phase_times)(sm, bb, ii, oo)
 
     if fb.size <= CHUNK:
