@@ -53,10 +53,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _quantity(value: Any, dimension: str, field: str) -> float | None:
+def _quantity(value: Any, dimension: str, unit: str, allow_zero: bool = False, hint: str = "") -> float | None:
+    """A quantity in SI units, or None; > 0 required (>= 0 with ``allow_zero``).
+
+    pydantic prefixes the field path to the messages, so they need not name the field.
+    """
     if value is None:
         return None
-    return to_si(value, dimension, "value")  # the error path already names the field
+    q = to_si(value, dimension, "value")
+    if q < 0 or (q == 0 and not allow_zero):
+        raise ValueError(f"must be {'>=' if allow_zero else '>'} 0 {unit}{hint}, got {value!r}")
+    return q
 
 
 class PrecisionSpec(_Strict):
@@ -127,18 +134,12 @@ class PoolSpec(_Strict):
     @field_validator("collective_alpha", mode="before")
     @classmethod
     def _coll_alpha(cls, v: Any) -> float | None:
-        a = _quantity(v, "time", "collective_alpha")
-        if a is not None and a <= 0:
-            raise ValueError(f"must be > 0 s, got {v!r}")
-        return a
+        return _quantity(v, "time", "s")
 
     @field_validator("power_per_device", mode="before")
     @classmethod
     def _power(cls, v: Any) -> float | None:
-        w = _quantity(v, "power", "power_per_device")
-        if w is not None and w <= 0:
-            raise ValueError(f"must be > 0 W, got {v!r}")
-        return w
+        return _quantity(v, "power", "W")
 
     @field_validator("assumed_compute", mode="before")
     @classmethod
@@ -175,18 +176,12 @@ class LinkSpec(_Strict):
     @field_validator("bandwidth", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        b = _quantity(v, "bandwidth", "bandwidth")
-        if b is not None and b <= 0:
-            raise ValueError(f"must be > 0 B/s (per direction, per device), got {v!r}")
-        return b
+        return _quantity(v, "bandwidth", "B/s", hint=" (per direction, per device)")
 
     @field_validator("alpha", mode="before")
     @classmethod
     def _alpha(cls, v: Any) -> float | None:
-        a = _quantity(v, "time", "alpha")
-        if a is not None and a < 0:
-            raise ValueError(f"must be >= 0 s, got {v!r}")
-        return a
+        return _quantity(v, "time", "s", allow_zero=True)
 
     @model_validator(mode="after")
     def _complete(self) -> LinkSpec:
