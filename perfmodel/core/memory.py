@@ -94,15 +94,25 @@ def workspace_bytes(model: ModelSpec, par: Parallel, prec: Precision, tokens: np
     return prec.act_bytes * t_a * (4.0 * model.hidden_size + 2.0 * inter / par.group)
 
 
+#: Tokens a serving engine processes per prefill step at most, for the workspace estimate.
+WORKSPACE_TOKENS = 16384.0
+FIT_REASONS = np.array(["", "weights alone exceed usable memory",
+                        "weights + KV cache + workspace exceed usable memory"])
+
+
 @dataclass(frozen=True)
 class MemoryBudget:
-    """Memory use of one device [B] and whether it fits (arrays over operating points)."""
+    """Memory use of one device [B] for static batches, and whether it fits (arrays over points).
+
+    ``max_batch`` is the largest batch that fits with the same accounting (:func:`max_static_batch`).
+    """
 
     capacity: float
     reserve_fraction: float
     weights: float
     kv_cache: np.ndarray
     workspace: np.ndarray
+    max_batch: np.ndarray
 
     @property
     def usable(self) -> float:
@@ -118,10 +128,20 @@ class MemoryBudget:
 
     def reason(self) -> np.ndarray:
         """Why an operating point does not fit ('' where it fits)."""
-        w_only = self.weights > self.usable
-        out = np.where(self.fits, "", np.where(
-            w_only, "weights alone exceed usable memory", "weights + KV cache + workspace exceed usable memory"))
-        return out
+        return FIT_REASONS[np.where(self.fits, 0, 1 if self.weights > self.usable else 2)]
+
+
+def static_batch_budget(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, batch, isl,
+                        context, reserve: float = DEFAULT_RESERVE, kv_on_device: float = 1.0,
+                        step_tokens: float = WORKSPACE_TOKENS) -> MemoryBudget:
+    """Device memory of a static batch of ``batch`` sequences of ``isl`` prompt tokens holding
+    ``context`` tokens each; the prefill workspace covers min(batch·isl, ``step_tokens``) tokens and
+    ``kv_on_device`` is the share of the KV cache kept on the device (the rest in host memory)."""
+    b = np.asarray(batch, dtype=float)
+    kv = kv_on_device * (b / par.dp_attention) * kv_bytes_per_token_device(model, par, prec, context)
+    work = workspace_bytes(model, par, prec, np.minimum(b * np.asarray(isl, dtype=float), step_tokens))
+    mx = max_static_batch(model, par, prec, capacity, isl, context, reserve, kv_on_device, step_tokens)
+    return MemoryBudget(capacity, reserve, weights_per_device(model, par, prec), kv, work, np.floor(mx))
 
 
 def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, context,
@@ -143,7 +163,7 @@ def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: fl
 
 def max_static_batch(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, isl, context,
                      reserve: float = DEFAULT_RESERVE, kv_on_device: float = 1.0,
-                     step_tokens: float = 16384.0) -> np.ndarray:
+                     step_tokens: float = WORKSPACE_TOKENS) -> np.ndarray:
     r"""Largest static batch B that fits with the same accounting as ``predict``'s ``fits``.
 
     The prefill workspace covers min(B·isl, step_tokens) tokens, so the bound has two regimes:

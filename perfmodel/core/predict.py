@@ -21,15 +21,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .memory import kv_bytes_per_token_device, max_static_batch, workspace_bytes
+from .memory import static_batch_budget
 from .ops import StepShape
 from .roofline import e2e_latency
 from .step import StepBreakdown, StepModel, dominant_term
-
-FIT_REASONS = np.array(["", "weights alone exceed usable memory",
-                        "weights + KV cache + workspace exceed usable memory"])
-#: Tokens a serving engine processes per prefill step at most, for the workspace estimate.
-WORKSPACE_TOKENS = 16384.0
 
 
 def _positive_array(name: str, value: Any, integer: bool = True) -> np.ndarray:
@@ -287,15 +282,8 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
-    on_device = 1.0 - sm.kv_host_fraction
-    kv_dev = on_device * (b / par.dp_attention) * kv_bytes_per_token_device(mdl, par, prec, i + o)
-    max_batch = max_static_batch(mdl, par, prec, sm.hardware.memory_capacity, i, i + o, sm.reserve,
-                                 on_device, WORKSPACE_TOKENS)
-    work = workspace_bytes(mdl, par, prec, np.minimum(b * i, WORKSPACE_TOKENS))
-    used = sm.weights_per_device + kv_dev + work
-    usable = sm.hardware.memory_capacity * (1.0 - sm.reserve)
-    fits = used <= usable
-    reason = FIT_REASONS[np.where(fits, 0, 1 if sm.weights_per_device > usable else 2)]
+    mem = static_batch_budget(mdl, par, prec, sm.hardware.memory_capacity, b, i, i + o, sm.reserve,
+                              1.0 - sm.kv_host_fraction)
     eff = sm.efficiency
     config = {
         "model": mdl.id, "hardware": sm.hardware.id, "parallel": par.label(),
@@ -309,10 +297,10 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         batch=b, isl=i, osl=o, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         output_tokens_per_s=out_tps, decode_tokens_per_s=b / tpot,
         total_tokens_per_s=b * (i + o) / e2e, per_user_tokens_per_s=1.0 / tpot,
-        per_device_tokens_per_s=out_tps / par.devices, fits=fits, fit_reason=reason,
-        weights_bytes_per_device=sm.weights_per_device, kv_bytes_per_device=kv_dev,
-        memory_used_bytes_per_device=used, memory_capacity_bytes=sm.hardware.memory_capacity,
-        max_batch_at_context=np.floor(max_batch),
+        per_device_tokens_per_s=out_tps / par.devices, fits=mem.fits, fit_reason=mem.reason(),
+        weights_bytes_per_device=sm.weights_per_device, kv_bytes_per_device=mem.kv_cache,
+        memory_used_bytes_per_device=mem.used, memory_capacity_bytes=sm.hardware.memory_capacity,
+        max_batch_at_context=mem.max_batch,
         prefill_bound=pre_bound, decode_bound=dec_bound, devices=par.devices, config=config,
         stacked_parts=stacked_parts,
     )

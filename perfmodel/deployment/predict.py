@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.memory import kv_bytes_per_token_device, weights_per_device, workspace_bytes
+from ..core.memory import WORKSPACE_TOKENS, kv_bytes_per_token_device, weights_per_device, workspace_bytes
 from ..core.ops import StepShape
-from ..core.predict import WORKSPACE_TOKENS, _positive_array, predict
+from ..core.predict import _positive_array, predict
 from ..errors import ConfigError
 from .disagg import kv_transfer_time
 from .load import load_deployment

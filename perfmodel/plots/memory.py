@@ -18,8 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..core.memory import kv_bytes_per_token_device, max_sequences, workspace_bytes
-from ..core.predict import WORKSPACE_TOKENS
+from ..core.memory import static_batch_budget
 from ..core.step import StepModel
 from .style import CLASS_COLORS, get_axes, styled
 
@@ -61,18 +60,14 @@ def memory_table(deployments: Deployments, batch: float = 1.0, context: float = 
     """
     rows = {}
     for label, sm in _labelled(deployments).items():
-        par, prec, mdl = sm.parallel, sm.precision, sm.model
-        on_device = 1.0 - getattr(sm, "kv_host_fraction", 0.0)  # the rest lives in host memory
-        kv = float(on_device * batch / par.dp_attention * kv_bytes_per_token_device(mdl, par, prec, context))
-        work = float(workspace_bytes(mdl, par, prec, min(batch * context, WORKSPACE_TOKENS)))
-        cap = sm.hardware.memory_capacity
-        used = sm.weights_per_device + kv + work
+        # the context is read as the prompt length for the prefill workspace, as in predict
+        mem = static_batch_budget(sm.model, sm.parallel, sm.precision, sm.hardware.memory_capacity, batch,
+                                  context, context, sm.reserve, 1.0 - getattr(sm, "kv_host_fraction", 0.0))
         rows[label] = {
-            "weights_bytes": sm.weights_per_device, "kv_cache_bytes": kv, "workspace_bytes": work,
-            "used_bytes": used, "capacity_bytes": cap, "usable_bytes": cap * (1.0 - sm.reserve),
-            "fits": used <= cap * (1.0 - sm.reserve),
-            "max_sequences": int(max_sequences(mdl, par, prec, cap, context, sm.reserve, WORKSPACE_TOKENS)
-                                 / max(on_device, 1e-12)),
+            "weights_bytes": mem.weights, "kv_cache_bytes": float(mem.kv_cache),
+            "workspace_bytes": float(mem.workspace), "used_bytes": float(mem.used),
+            "capacity_bytes": mem.capacity, "usable_bytes": mem.usable, "fits": bool(mem.fits),
+            "max_sequences": int(mem.max_batch),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
