@@ -21,6 +21,7 @@ import numpy as np
 
 from ..modelspec.schema import LayerGroup, ModelSpec
 from ..precision import Precision
+from .costs import causal_pairs
 from .parallel import Parallel
 
 OpKind = Literal["gemm", "attention_decode", "attention_prefill", "memory"]
@@ -106,13 +107,11 @@ class Message:
 
 
 def windowed_pairs(n: np.ndarray, window: int | None) -> np.ndarray:
-    """Σ_{j=1..n} min(j, W): query–key pairs of n causal tokens with a window W (None = full)."""
-    n = np.asarray(n, dtype=float)
-    full = n * (n + 1.0) / 2.0
-    if window is None:
-        return full
-    w = float(window)
-    return np.where(n <= w, full, w * (w + 1.0) / 2.0 + (n - w) * w)
+    """Σ_{j=1..n} min(j, W): query–key pairs of n causal tokens with a window W (None = full).
+
+    The layer-group spelling of :func:`perfmodel.core.costs.causal_pairs` (window None, not 0).
+    """
+    return causal_pairs(n, window or 0)
 
 
 def local_kv_heads(model: ModelSpec, tp: int) -> float:
