@@ -67,6 +67,38 @@ def test_tables_refuse_points_outside_their_contract(llama_rows):
         tables.step_time(c, i + 1.0, 0.0, 0.0)
 
 
+def test_small_m_variant_only_for_fp4_with_an_untuned_small_m_table():
+    from perfmodel.core.efficiency import profile_for, small_m_variant
+
+    b200 = profile_for("b200")
+    v = small_m_variant(b200, "fp4")
+    assert v.op("gemm.fp4")["m_half"] == 0.0 and b200.op("gemm.fp4")["m_half"] > b200.op("gemm.fp8")["m_half"]
+    assert {k: x for k, x in v.op("gemm.fp4").items() if k != "m_half"} == \
+        {k: x for k, x in b200.op("gemm.fp4").items() if k != "m_half"}
+    assert v.op("gemm.fp8") == b200.op("gemm.fp8")
+    assert small_m_variant(b200, "fp8") is None and small_m_variant(b200, "bf16") is None
+    assert small_m_variant(profile_for("h200-sxm"), "fp4") is None   # no FP4 shape terms on Hopper
+
+
+def test_small_m_share_moves_decode_steps_to_the_variant():
+    key = ("meta-llama/Llama-3.1-70B", "b200", 1, 1, 1, 1, 0, "nvfp4", "nvfp4", "fp8")
+    cache = StepModelCache("calibrated")
+    sm, alt = cache.get(key), cache.small_m_variant(key)
+    assert cache.small_m_variant(key[:-3] + ("fp8", "fp8", "fp8")) is None
+    c, i, o = np.array([4.0, 64.0]), np.array([1024.0, 1024.0]), np.array([1024.0, 1024.0])
+    tab = build_tables(sm, i, o, c, np.array([8192.0, 8192.0]), small_m_model=alt)
+    n, cbar = np.array([4.0, 64.0]), i + o / 2
+    base = RowTables(tab).step_time(n, cbar, 0.0)
+    assert RowTables(tab).adjusted().step_time(n, cbar, 0.0) == pytest.approx(base)
+    full = RowTables(tab).adjusted(small_m=1.0).step_time(n, cbar, 0.0)
+    assert full == pytest.approx(alt.step_time(n, cbar, 0.0), rel=0.01)
+    assert np.all(full < 0.9 * base)   # the untuned FP4 table is far from the weight-streaming bound
+    half = RowTables(tab).adjusted(small_m=0.5).step_time(n, cbar, 0.0)
+    assert half == pytest.approx((base + full) / 2)
+    with pytest.raises(ValueError, match="small_m"):
+        RowTables(tab).adjusted(small_m=1.5)
+
+
 def test_wave_wait_by_hand():
     class Flat:
         def step_time(self, n, c, p, q):

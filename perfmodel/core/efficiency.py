@@ -17,6 +17,7 @@ where M is the GEMM's token dimension (small in decode).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
@@ -174,3 +175,31 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
         return replace(load_profile(borrowed), fallback=True,
                        name=f"{borrowed} (fallback for {accelerator_id})")
     return load_profile(str(efficiency))
+
+
+def small_m_variant(eff: Efficiency, compute: str) -> Efficiency | None:
+    """The profile without format ``compute``'s small-M GEMM penalty (``gemm.<compute>.m_half`` = 0).
+
+    The per-format GEMM terms are fitted on kernels measured one at a time through one library path
+    (``perfmodel/data/ops``). For NVFP4 on Blackwell that path runs one tile shape for every M: its
+    latency is flat from M = 1 to 256 (16384² at 44–48 µs on B200, ≈ 3.2 TB/s of weights, against
+    59 µs and ≈ 4.5 TB/s for FP8), which the fit expresses as a large :math:`M_{1/2}` (≈ 170 tokens
+    against ≈ 27 for FP8). Serving engines autotune their FP4 GEMMs per M bucket (small-M, swap-AB
+    tiles), so a served decode step runs closer to the weight-streaming bound. This variant — no
+    small-M compute penalty, memory efficiency and fixed costs unchanged — is the other end of that
+    range; how much of the way an engine goes is fitted per engine (``small_m_tactic`` in
+    :mod:`perfmodel.validation.engines`).
+
+    Returns
+    -------
+    Efficiency or None
+        None unless ``compute`` is ``fp4`` and the profile's FP4 penalty exceeds its FP8 one (today:
+        the B200 and GB200 profiles). Applied to every format whose :math:`M_{1/2}` exceeds FP8's
+        (BF16, block-scaled FP8) the variant fitted worse on the public serving rows (training TPOT
+        median 11.3 % against 10.9 %), so it is kept to the format the isolated tables single out.
+    """
+    own, fp8 = eff.op(f"gemm.{compute}"), eff.op("gemm.fp8")
+    if compute != "fp4" or "m_half" not in own or own["m_half"] <= fp8.get("m_half", math.inf):
+        return None
+    params = {**eff.op_params, f"gemm.{compute}": {**own, "m_half": 0.0}}
+    return replace(eff, op_params=params, name=f"{eff.name} ({compute} without small-M penalty)")

@@ -11,6 +11,11 @@ the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`
     the same factor in steps that carry prompt tokens, which the engines launch eagerly from Python
     (per-kernel CPU launch cost); both also absorb kernels the op model does not list (activation
     quantisation, RoPE and KV-cache writes, MoE routing and token permutation);
+``small_m_tactic`` [-]
+    share, 0 to 1, of the small-M penalty of the isolated-kernel FP4 GEMM tables that the engine's
+    own (autotuned) FP4 GEMMs avoid: the step time moves that share of the way to the profile's
+    small-M variant (:func:`perfmodel.core.efficiency.small_m_variant`). It only acts where the
+    profile has such a variant (NVFP4 on B200 / GB200);
 ``request_overhead`` [s]
     fixed time a request spends outside the engine's steps: HTTP front end, tokenisation, routing,
     returning the first token. It is part of the measured TTFT, and in a closed loop the request is
@@ -57,13 +62,15 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "layer_overhead": (0.0, 1e-3, 1e-5),
     "decode_kernel_scale": (0.0, 5.0, 0.1),
     "prefill_kernel_scale": (0.0, 20.0, 0.5),
+    "small_m_tactic": (0.0, 1.0, 0.1),
     "request_overhead": (1e-3, 1.0, 1e-2),
     "sync_fraction": (0.0, 1.0, 0.1),
 }
 #: Parameters without a unit.
-DIMENSIONLESS = ("decode_kernel_scale", "prefill_kernel_scale", "sync_fraction")
+DIMENSIONLESS = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "sync_fraction")
 #: The parameters fitted.
-FITTED: tuple[str, ...] = ("decode_kernel_scale", "prefill_kernel_scale", "request_overhead", "sync_fraction")
+FITTED: tuple[str, ...] = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "request_overhead",
+                           "sync_fraction")
 #: Parameters held fixed in the fit (see module docstring); the rest start from the presets.
 FIXED: dict[str, float] = {"step_overhead": 0.0, "seq_overhead": 0.0, "layer_overhead": 0.0}
 #: Lower bound of ``request_overhead``: a request crosses at least an HTTP hop and the tokeniser.
@@ -80,6 +87,7 @@ class EngineCalibration:
     layer_overhead: float = 0.0
     decode_kernel_scale: float = 1.0
     prefill_kernel_scale: float = 1.0
+    small_m_tactic: float = 0.0
     request_overhead: float = MIN_REQUEST_OVERHEAD
     sync_fraction: float = 0.0
     fit: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -88,7 +96,7 @@ class EngineCalibration:
     def preset(cls, backend: str) -> EngineCalibration:
         """The shipped engine preset's (uncalibrated) overheads, minimum request overhead."""
         eng = load_engine(ENGINE_OF_BACKEND[backend])
-        return cls(backend, eng.step_overhead, eng.seq_overhead, 0.0, 1.0, 1.0, MIN_REQUEST_OVERHEAD, 0.0)
+        return cls(backend, eng.step_overhead, eng.seq_overhead)
 
     def engine(self) -> EngineProfile:
         """Engine profile: the backend's preset with the fitted overheads."""

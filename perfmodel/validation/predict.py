@@ -119,7 +119,7 @@ class ServingProblem:
             isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
             p_max = np.maximum(isl, eng.max_num_batched_tokens)
             tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
-                               layers=sm.model.num_layers)
+                               layers=sm.model.num_layers, small_m_model=cache.small_m_variant(key[:-1]))
             bind = _kv_can_bind(rows, capacity, eng)
             parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
             keep.append(rows.index.to_numpy())
@@ -184,7 +184,7 @@ class ServingProblem:
             engine = cal.engine()
             for b in batches:
                 tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
-                                           cal.prefill_kernel_scale)
+                                           cal.prefill_kernel_scale, cal.small_m_tactic)
                 res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
                                    think_time=cal.request_overhead, iterations=STEADY_STATE_ITERATIONS)
                 extra = cal.request_overhead

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 
+from ..core.efficiency import small_m_variant
 from ..core.step import StepModel
 from ..errors import PerfmodelError
 from .models import resolve_model
@@ -35,6 +36,7 @@ class StepModelCache:
     def __init__(self, efficiency="calibrated") -> None:
         self.efficiency = efficiency
         self._models: dict[tuple, StepModel | PerfmodelError] = {}
+        self._variants: dict[tuple, StepModel | None] = {}
 
     def get(self, key: tuple) -> StepModel:
         """Step model of a key ordered as :data:`CONFIG_COLUMNS`.
@@ -46,11 +48,8 @@ class StepModelCache:
         """
         hit = self._models.get(key)
         if hit is None:
-            model_path, hardware, tp, pp, dp, ep, moe_tp, w, a, kv = key
             try:
-                hit = StepModel(resolve_model(model_path), hardware, tp=int(tp), pp=int(pp), ep=int(ep),
-                                dp_attention=int(dp), moe_tp=int(moe_tp) or None, weights=w, activations=a,
-                                kv_cache=kv, efficiency=self.efficiency)
+                hit = _build(key, self.efficiency)
             except PerfmodelError as exc:
                 hit = exc
             self._models[key] = hit
@@ -58,8 +57,24 @@ class StepModelCache:
             raise hit
         return hit
 
+    def small_m_variant(self, key: tuple) -> StepModel | None:
+        """The step model of ``key`` with its GEMM format's small-M penalty set to FP8's, or None
+        when the profile has nothing to vary (see :func:`perfmodel.core.efficiency.small_m_variant`)."""
+        if key not in self._variants:
+            base = self.get(key)
+            eff = small_m_variant(base.efficiency, base.precision.compute)
+            self._variants[key] = None if eff is None else _build(key, eff)
+        return self._variants[key]
+
     def __len__(self) -> int:
         return len(self._models)
+
+
+def _build(key: tuple, efficiency) -> StepModel:
+    model_path, hardware, tp, pp, dp, ep, moe_tp, w, a, kv = key
+    return StepModel(resolve_model(model_path), hardware, tp=int(tp), pp=int(pp), ep=int(ep),
+                     dp_attention=int(dp), moe_tp=int(moe_tp) or None, weights=w, activations=a, kv_cache=kv,
+                     efficiency=efficiency)
 
 
 def config_groups(df: pd.DataFrame, columns=CONFIG_COLUMNS) -> Iterator[tuple[tuple, pd.DataFrame]]:

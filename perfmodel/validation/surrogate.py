@@ -23,7 +23,10 @@ The per-kernel fixed times of the step model (its ``kernel_overhead`` terms) are
 that an engine can scale them (:meth:`RowTables.adjusted`): :math:`T = T_{work} + g\\,T_{kernels}`
 with one factor g for decode-only steps (replayed as CUDA graphs by the engines) and another for steps
 that carry prompt tokens (launched eagerly); a per-layer engine overhead adds :math:`L\\,t_{layer}` to every
-step that does any work (L = the model's layers).
+step that does any work (L = the model's layers). Where the step model's GEMM format has a small-M
+variant (:func:`perfmodel.core.efficiency.small_m_variant`), the difference
+:math:`\\Delta_{s} = T_{variant} - T` is tabulated on the same grid and an engine mixes it in with a
+weight s ∈ [0, 1]: :math:`T + s\\,\\Delta_s`.
 
 The contract is that of :func:`steady_state`: ``step_time`` receives arrays broadcastable to the rows
 and a decode context equal to c̄ of the row wherever decodes are present; anything else is an error.
@@ -74,30 +77,37 @@ class RowTables:
     kv_bytes_per_token = 1.0
 
     def __init__(self, tables: dict, kv_capacity_tokens: float = np.inf, layer_overhead: float = 0.0,
-                 decode_scale: float = 1.0, prefill_scale: float = 1.0) -> None:
+                 decode_scale: float = 1.0, prefill_scale: float = 1.0, small_m: float = 0.0) -> None:
         self._t = dict(tables, row=np.arange(len(tables["cbar"])))
         self.kv_capacity_tokens = kv_capacity_tokens
         self.rows = len(tables["cbar"])
         self.layer_overhead = float(layer_overhead)
         self.scales = (float(decode_scale), float(prefill_scale))
+        self.small_m = float(small_m)
         self._extra = self.layer_overhead * tables["layers"] if self.layer_overhead else None
         self._np = tables["np"]
         if self.scales != (1.0, 1.0):
             factor = np.full(tables["np"].shape[-1], self.scales[1] - 1.0)
             factor[0] = self.scales[0] - 1.0   # p = 0: decode-only steps
-            self._np = tables["np"] + factor * tables["npo"]
+            self._np = self._np + factor * tables["npo"]
+        if self.small_m:
+            self._np = self._np + self.small_m * tables["nps"]
 
     def subset(self, index: np.ndarray, kv_capacity_tokens: float = np.inf) -> RowTables:
         """Tables of the rows ``index`` (positions), with a given scalar KV capacity."""
-        return RowTables(select(self._t, index), kv_capacity_tokens, self.layer_overhead, *self.scales)
+        return RowTables(select(self._t, index), kv_capacity_tokens, self.layer_overhead, *self.scales,
+                         self.small_m)
 
     def adjusted(self, layer_overhead: float = 0.0, decode_scale: float = 1.0,
-                 prefill_scale: float = 1.0) -> RowTables:
+                 prefill_scale: float = 1.0, small_m: float = 0.0) -> RowTables:
         """Copy with engine adjustments: ``layer_overhead`` [s] more per layer in every step that does
-        work, and the step model's per-kernel fixed times scaled by ``decode_scale`` in decode-only
-        steps and by ``prefill_scale`` in steps that carry prompt tokens."""
+        work, the step model's per-kernel fixed times scaled by ``decode_scale`` in decode-only
+        steps and by ``prefill_scale`` in steps that carry prompt tokens, and a share ``small_m`` of
+        the small-M variant's difference added (see module docstring)."""
+        if not 0.0 <= small_m <= 1.0:
+            raise ConfigError(f"small_m: must be within [0, 1], got {small_m}")
         return RowTables(select(self._t, slice(None)), self.kv_capacity_tokens, layer_overhead,
-                         decode_scale, prefill_scale)
+                         decode_scale, prefill_scale, small_m)
 
     def step_time(self, n_decode, mean_context, prefill_tokens, prefill_past=0.0) -> np.ndarray:
         """Interpolated device time of one step of each row [s] (see module docstring)."""
@@ -124,7 +134,7 @@ class RowTables:
 
 
 def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray, p_max: np.ndarray,
-                 layers: float = 0.0) -> dict[str, np.ndarray]:
+                 layers: float = 0.0, small_m_model=None) -> dict[str, np.ndarray]:
     """Tabulate one step model for rows of prompt ``isl``, output ``osl`` (1-D arrays).
 
     Parameters
@@ -140,12 +150,14 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
     layers : float
         Transformer layers a token traverses (for a per-layer engine overhead, see
         :meth:`RowTables.adjusted`).
+    small_m_model : StepModelLike, optional
+        The small-M variant of ``step_model`` (see module docstring); None = no variant.
 
     Returns
     -------
     dict
-        Arrays keyed ``cbar, hn, hp, hq, np, npo, dq, layers`` with the row as leading axis
-        (``npo``: the per-kernel fixed part of ``np``).
+        Arrays keyed ``cbar, hn, hp, hq, np, npo, nps, dq, layers`` with the row as leading axis
+        (``npo``: the per-kernel fixed part of ``np``; ``nps``: variant minus ``np``, zeros without one).
     """
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     cbar = isl + np.maximum(osl, 2.0) / 2.0
@@ -158,12 +170,13 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
     c3 = np.broadcast_to(cbar[:, None, None], n3.shape)
     zero = np.zeros(n3.shape)
     table, kernels = _times(step_model, n3, c3, p3, zero)
+    variant = np.zeros_like(table) if small_m_model is None else _times(small_m_model, n3, c3, p3, zero)[0] - table
     p2, q2 = np.broadcast_arrays(pg[:, :, None], qg[:, None, :])
     z2 = np.zeros(p2.shape)
     with_q, _ = _times(step_model, z2, z2, p2, q2)
     dq = with_q - with_q[:, :, :1]
     return {"cbar": cbar, "hn": np.log1p(n_max) / (N_POINTS - 1), "hp": np.log1p(p_max) / (P_POINTS - 1),
-            "hq": p_max / (Q_POINTS - 1), "np": table, "npo": kernels, "dq": dq,
+            "hq": p_max / (Q_POINTS - 1), "np": table, "npo": kernels, "nps": variant, "dq": dq,
             "layers": np.full(len(isl), float(layers))}
 
 
