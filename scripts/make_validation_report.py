@@ -105,6 +105,7 @@ def _parameters_section(o: dict) -> str:
         fit = entry.get("fit", {})
         rows.append({"engine": backend, "decode_kernel_scale": entry["decode_kernel_scale"],
                      "prefill_kernel_scale": entry["prefill_kernel_scale"],
+                     "small_m_tactic": entry["small_m_tactic"],
                      "request_overhead [ms]": entry["request_overhead"] * 1e3,
                      "sync_fraction": entry["sync_fraction"],
                      "fixed: step / seq / layer overhead": "0 / 0 / 0", "rows fitted": fit.get("rows")})
@@ -175,11 +176,19 @@ def diagnostics(o: dict) -> dict:
     for sysname in ("b200_sxm", "h200_sxm", "h100_sxm"):
         d[f"dense_{sysname}"] = low.loc[dense & (low["system"] == sysname), "ttft_pct_error"].median()
         d[f"moe_{sysname}"] = low.loc[~dense & (low["system"] == sysname), "ttft_pct_error"].median()
+    fp4 = (problem.rows["system"].isin(["b200_sxm", "gb200"]) & (problem.rows["weights"] == "nvfp4")).to_numpy()
     for label, change in (("nosync", {"sync_fraction": 0.0}),
-                          ("noscale", {"decode_kernel_scale": 1.0, "prefill_kernel_scale": 1.0})):
+                          ("noscale", {"decode_kernel_scale": 1.0, "prefill_kernel_scale": 1.0}),
+                          ("nosmallm", {"small_m_tactic": 0.0})):
         cals = {b: c.with_values(change) for b, c in r.calibrations.items()}
-        s = summarize(_scored(add_errors(problem.predictions(cals))))
+        preds = add_errors(problem.predictions(cals))
+        s = summarize(_scored(preds))
         d[f"{label}_tpot"], d[f"{label}_ttft"] = s["tpot"], s["ttft"]
+        d[f"{label}_fp4_bias"] = _scored(preds[fp4])["tpot_pct_error"].median()
+    held_fp4 = held["system"].isin(["b200_sxm", "gb200"]) & (held["weights"] == "nvfp4")
+    oss = held[(held["model"] == "gpt-oss-120b") & (held["system"] == "h200_sxm") & (held["backend"] == "trtllm")]
+    d["mxfp4_hopper"] = oss["tpot_pct_error"].median()
+    d["fp4_rows"], d["fp4_bias"] = int(held_fp4.sum()), held.loc[held_fp4, "tpot_pct_error"].median()
     d["train"] = r.summaries["train"]
     trt_b200 = held[(held["system"] == "b200_sxm") & (held["backend"] == "trtllm")]
     d["r1_bias"] = trt_b200.loc[trt_b200["model"] == "deepseek-r1", "tpot_pct_error"].median()
@@ -216,7 +225,7 @@ def write_report(o: dict, findings: str) -> None:
         f"TTFT median ≤ {TARGETS['ttft'][0]:g} %, p90 ≤ {TARGETS['ttft'][1]:g} %. Reference: {BASELINE}.\n",
         _headline_section(o), "",
         "## Fitted engine parameters\n",
-        "Four global parameters per engine (`perfmodel/data/engines_fit/calibrated.yaml`; definitions in "
+        "Five global parameters per engine (`perfmodel/data/engines_fit/calibrated.yaml`; definitions in "
         "`perfmodel/validation/engines.py`), fitted with `scipy.optimize.least_squares` (soft-L1 loss on "
         "log ratios of TPOT and TTFT) on all rows not flagged anomalous; the per-step and per-sequence "
         "overheads are held at 0 (fitted jointly they went to ≈ 0 for every engine). The per-op kernel "
@@ -278,13 +287,21 @@ def findings_text(d: dict) -> str:
    costs are about the same on Hopper and Blackwell while Blackwell streams weights 1.7–2.4× faster, so
    one factor per engine cannot be right on every accelerator: held-out TPOT bias by system is
    {d['sys_bias']} and leave-one-system-out errors are the worst of the three schemes.
-2. **Multi-node collectives are costed far too high.** Rows whose replica spans more than one 8-GPU node
-   ({d['multi_n']} rows) have a median TTFT error of {_pct(d['multi_ttft'])} (single node:
-   {_pct(d['single_ttft'])}); their TPOT ({_pct(d['multi_tpot'])}) is much less affected because decode
-   messages are small. The core prices an all-reduce spanning more than the scale-up domain as a flat ring at the
-   scale-out (NIC) bandwidth; NCCL runs it hierarchically (reduce-scatter over NVLink, one NIC per GPU
-   across nodes carrying 1/8 of the data), so the inter-node volume per GPU is ≈ 1/8 of what is costed.
-   The anomaly checks leave communication out of their floors for this reason.
+2. **Served NVFP4 GEMMs are faster than the isolated FP4 tables.** The B200/GB200 FP4 GEMM tables were
+   measured through one library path whose latency is flat from M = 1 to 256 (16384² at 44–48 µs on
+   B200, ≈ 3.2 TB/s of weights against ≈ 4.5 TB/s for FP8); their fit carries it as a small-M penalty
+   (M½ ≈ 170 tokens against ≈ 27 for FP8). With that penalty the NVFP4 rows on Blackwell were predicted
+   {_pct(d['nosmallm_fp4_bias'])} slow in TPOT (median signed, training, small_m_tactic = 0). Engines
+   autotune their FP4 GEMMs per M bucket, so the engine parameter `small_m_tactic` moves the step time
+   towards the profile's variant without the penalty (`perfmodel.core.efficiency.small_m_variant`); it fits
+   at {cal['trtllm']['small_m_tactic']:.2f} (TensorRT-LLM), {cal['vllm']['small_m_tactic']:.2f} (vLLM) and
+   {cal['sglang']['small_m_tactic']:.2f} (SGLang). Held out, those {d['fp4_rows']} rows are now
+   {_pct(d['fp4_bias'])} off in TPOT: even without the small-M penalty served FP4 decode is faster than the
+   table's memory efficiency and fixed costs give. Without the parameter the training error is TPOT
+   {d['nosmallm_tpot']['median_abs_pct_error']:.1f} / {d['nosmallm_tpot']['p90_abs_pct_error']:.1f} %.
+   Multi-node replicas are no longer a systematic error: collectives beyond the scale-up domain are
+   costed hierarchically, and rows spanning more than one 8-GPU node ({d['multi_n']} rows) have a median
+   TTFT error of {_pct(d['multi_ttft'])} (single node {_pct(d['single_ttft'])}) and TPOT {_pct(d['multi_tpot'])}.
 3. **Prefill is too slow on B200 and H200.** Median TTFT error at C ≤ 8 (little queueing), dense / MoE
    models: B200 {_pct(d['dense_b200_sxm'])} / {_pct(d['moe_b200_sxm'])}, H200 {_pct(d['dense_h200_sxm'])} /
    {_pct(d['moe_h200_sxm'])}, H100 {_pct(d['dense_h100_sxm'])} / {_pct(d['moe_h100_sxm'])}. Dense FP8 models
@@ -299,8 +316,12 @@ def findings_text(d: dict) -> str:
    bias from {_pct(d['nosync_ttft']['bias_pct'])} to {_pct(d['train']['ttft']['bias_pct'])} and the median
    error from {d['nosync_ttft']['median_abs_pct_error']:.1f} % to {d['train']['ttft']['median_abs_pct_error']:.1f} %
    (p90 {d['nosync_ttft']['p90_abs_pct_error']:.1f} → {d['train']['ttft']['p90_abs_pct_error']:.1f} %; the
-   wave wait uses the step model's prefill time, which item 3 shows is too slow on B200/H200). This
-   belongs in `perfmodel.serving` (an arrival-synchronisation option of `steady_state`).
+   wave wait uses the step model's prefill time, which item 3 shows is too slow on B200/H200). The wait
+   is time the client spends outside the decode batch, so it enters the closed loop as think time (a
+   smaller decode batch, a lower TPOT) as well as the TTFT. It belongs in `perfmodel.serving` (an
+   arrival-synchronisation option of `steady_state`). TensorRT-LLM's measured TTFT at the same prompt
+   length also depends on the output length (1024/1024 runs ≈ 1.1× the 1024/8192 runs at equal
+   concurrency, up to 4×), which no term here explains.
 5. **KV cache on demand is admission, not waiting, in vLLM/SGLang.** `steady_state` caps the decode batch
    by the KV capacity and makes the other clients wait; on-demand engines admit the prompt and preempt
    later, so the measured TTFT of KV-pressured runs stays small while TPOT rises. The KV-format choice
@@ -316,7 +337,7 @@ def findings_text(d: dict) -> str:
    GB200 Qwen3-32B rows with 28–130 ms TPOT at 1–32 clients are only partly flagged; they dominate the
    GB200 error (11 rows).
 7. **Smaller systematic errors.** MXFP4 weights on Hopper (gpt-oss, TensorRT-LLM on H200: TPOT
-   ≈ −25 %) run below the memory roofline the profile assumes for their bytes (weight-only
+   {_pct(d['mxfp4_hopper'])}) run below the memory roofline the profile assumes for their bytes (weight-only
    dequantising kernels; the profiles have no per-format memory efficiency for weight-only formats).
    SGLang's TTFT carries a large fixed part (fitted request overhead
    {cal['sglang']['request_overhead'] * 1e3:.0f} ms, prefill kernel factor
@@ -325,7 +346,9 @@ def findings_text(d: dict) -> str:
 8. **History.** With the plain per-op form (one η per format, before the step model read the profiles'
    shape terms, commit 540e1bb) and the profiles of 2026-11-30 11:28, the same pipeline cross-validated
    at TPOT 12.5 / 37.7 % and TTFT 31.0 / 96.6 % (grouped 5-fold; leave-one-system-out TPOT 15.5 / 45.5 %).
-   The shape terms fit the isolated kernels better but transfer worse to served steps (item 1).
+   The shape terms fit the isolated kernels better but transfer worse to served steps (items 1 and 2);
+   before `small_m_tactic` and the wave wait as think time (commit 91055f7 and after) the grouped 5-fold
+   errors were TPOT 14.3 / 45.6 % and TTFT 29.5 / 87.5 %.
 """
 
 
@@ -338,10 +361,11 @@ METHOD = """\
 - **Prediction** (`predict.py`): `perfmodel.serving.steady_state` per row (closed loop at the replica's
   concurrency, fixed ISL/OSL, the engine preset's scheduler) on step times of `perfmodel.core.step.StepModel`,
   tabulated per row (`surrogate.py`, < 1 % from the exact model) so one call covers all rows of an engine.
-  TTFT adds the fitted request overhead and the synchronised-wave wait (`bursts.py`).
+  The fitted request overhead and the synchronised-wave wait (`bursts.py`) are time a client spends
+  outside the decode batch: they enter the closed loop as think time and are added to the TTFT.
 - **Anomalies** (`anomalies.py`): rows below the datasheet roofline floor, above a 5× + 20 ms ceiling, or
   whose id contradicts the recorded layout are reported and excluded from fit and headline.
-- **Fit and CV** (`fit.py`): per engine, four global parameters; grouped 5-fold (groups = deployment
+- **Fit and CV** (`fit.py`): per engine, five global parameters; grouped 5-fold (groups = deployment
   configurations), leave-one-system-out and leave-one-model-out; every held-out row is predicted by
   parameters fitted without it. Errors are 100·(predicted − measured)/measured; bias = median signed error.
 - **Disaggregated rows** are skipped: `steady_state` has no prefill/decode-pool mode yet, and 683 of

@@ -84,6 +84,19 @@ def test_steady_state_accepts_a_workload_and_think_time():
     assert float(a.throughput_rps) < float(b.throughput_rps)
 
 
+def test_think_time_per_point_matches_scalar_calls():
+    c, z = np.array([8.0, 64.0, 64.0]), np.array([0.0, 0.0, 0.5])
+    vec = steady_state(H100_8B, c, 1024, 256, think_time=z)
+    for i in range(3):
+        one = steady_state(H100_8B, c[i], 1024, 256, think_time=float(z[i]))
+        assert float(vec.ttft_s[i]) == pytest.approx(float(one.ttft_s))
+        assert float(vec.tpot_s[i]) == pytest.approx(float(one.tpot_s))
+    # clients thinking are not decoding: the decode batch and the TPOT shrink
+    assert vec.n_decode[2] < vec.n_decode[1] and vec.tpot_s[2] < vec.tpot_s[1]
+    with pytest.raises(ConfigError, match="think_time"):
+        steady_state(H100_8B, c, 1024, 256, think_time=np.array([0.0, -1.0, 0.0]))
+
+
 def test_max_load_open_loop_rate():
     model = LinearStepModel(base=0.006, per_token=2e-5)
     w = Workload.fixed(512, 64, rate=1.0, slo={"ttft": "0.5 s", "tpot": "20 ms"})

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..errors import ConfigError
 from .engine import EngineProfile, load_engine
 from .protocol import resolve_step_model
 from .workload import Workload
@@ -86,7 +87,7 @@ class SteadyState:
 
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
                  osl: ArrayLike | None = None, engine: EngineProfile | str = "vllm",
-                 think_time: float = 0.0, iterations: int = 60) -> SteadyState:
+                 think_time: ArrayLike = 0.0, iterations: int = 60) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -100,8 +101,8 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         ``isl`` instead (its think time is used too).
     engine : EngineProfile | str
         Scheduler profile (policy, budget, limits, overheads).
-    think_time : float
-        Client think time Z [s].
+    think_time : array_like
+        Client think time Z [s] (broadcast with ``concurrency``).
     iterations : int
         Fixed-point iterations.
 
@@ -115,9 +116,11 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         think_time = w.arrival.think_time
     model = resolve_step_model(step_model)
     eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
-    C, Isl, Osl = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (concurrency, isl, osl)))
+    C, Isl, Osl, Z = np.broadcast_arrays(*(np.asarray(x, dtype=float)
+                                           for x in (concurrency, isl, osl, think_time)))
     Osl = np.maximum(Osl, 2.0)
-    Z = float(think_time)
+    if not np.all(Z >= 0):
+        raise ConfigError(f"think_time: must be >= 0 s, got {think_time!r}")
     B = float(eng.max_num_batched_tokens)
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
     cbar = Isl + Osl / 2.0
@@ -171,7 +174,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         # the arrival waits for the step in progress: in a closed loop without think time a whole
         # (decode) step, since the next step starts at the completion that triggers the arrival;
         # half a mean step otherwise
-        ttft = service + (t_wait if Z == 0 else tpot / 2)
+        ttft = service + np.where(Z == 0, t_wait, tpot / 2)
         return tpot, ttft
 
     n = np.minimum(C, n_cap)

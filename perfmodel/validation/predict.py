@@ -185,12 +185,12 @@ class ServingProblem:
             for b in batches:
                 tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
                                            cal.prefill_kernel_scale, cal.small_m_tactic)
-                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
-                                   think_time=cal.request_overhead, iterations=STEADY_STATE_ITERATIONS)
                 extra = cal.request_overhead
                 if cal.sync_fraction > 0:
                     extra = extra + cal.sync_fraction * wave_wait(
                         tables, b.concurrency, b.isl, engine.max_num_batched_tokens, engine.step_overhead)
+                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine, think_time=extra,
+                                   iterations=STEADY_STATE_ITERATIONS)
                 ttft[b.positions] = res.ttft_s + extra
                 tpot[b.positions] = res.tpot_s
         return ttft, tpot
