@@ -29,11 +29,11 @@ from perfmodel.validation.metrics import add_errors, summarize
 from perfmodel.validation.run import detect_kind, serving_problem, validate_file
 
 #: Current public-set errors with the shipped profiles (training fit on all rows) + margin [%].
-TRAIN_LIMITS = {"tpot": {"median_abs_pct_error": 15.5, "p90_abs_pct_error": 50.5},
-                "ttft": {"median_abs_pct_error": 32.5, "p90_abs_pct_error": 98.0}}
+TRAIN_LIMITS = {"tpot": {"median_abs_pct_error": 12.5, "p90_abs_pct_error": 40.0},
+                "ttft": {"median_abs_pct_error": 31.0, "p90_abs_pct_error": 95.0}}
 #: Current cross-validated errors stored in the shipped engine profile + margin [%].
-CV_LIMITS = {"tpot": {"median_abs_pct_error": 16.5, "p90_abs_pct_error": 52.0},
-             "ttft": {"median_abs_pct_error": 33.5, "p90_abs_pct_error": 102.0}}
+CV_LIMITS = {"tpot": {"median_abs_pct_error": 13.0, "p90_abs_pct_error": 42.0},
+             "ttft": {"median_abs_pct_error": 32.5, "p90_abs_pct_error": 96.0}}
 #: Published static-batch rows (calibrated per-op profile), current + margin [%].
 PUBLISHED_LIMITS = {"ttft": 19.5, "batch_latency": 11.0}
 
