@@ -15,10 +15,12 @@ from .protocol import StepModelLike
 from .result import SimulationResult
 from .search import LoadSearch, max_load
 from .simulator import Disaggregated, simulate
+from .steady_disagg import steady_state_disagg
 from .steady_state import steady_state
 from .workload import SLO, Workload, load_workload
 
 __all__ = [
     "SLO", "Disaggregated", "EngineProfile", "LoadSearch", "SimulationResult", "StepModelLike", "Workload",
     "list_engines", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
+    "steady_state_disagg",
 ]

@@ -145,13 +145,13 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             P = np.clip(np.where(nu > 0, pbar / np.maximum(nu, 1e-12), np.minimum(Isl, B)), 1.0, B)
             prompts = np.maximum(P / Isl, 1.0)
             q = np.where(P > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - P, 0) / 2)
-            t_pre = _step(model, 0.0, 0.0, P, q) + over_step + over_seq * prompts
+            t_pre = prefix_step_time(model, 0.0, 0.0, P, q) + over_step + over_seq * prompts
             tpot = t_dec + nu * t_pre
             # the prompt shares its prefill step with those that arrived in the same decode step
             m = np.minimum(1.0 + lam, np.maximum(B / Isl, 1.0))
             Pm = np.where(k > 1, np.minimum(Isl, B), m * Isl)
             qm = np.where(k > 1, np.maximum(Isl - B, 0) / 2, -(m - 1) * Isl / 2)
-            t_first = _step(model, 0.0, 0.0, Pm, qm) + over_step + over_seq * np.where(k > 1, 1.0, m)
+            t_first = prefix_step_time(model, 0.0, 0.0, Pm, qm) + over_step + over_seq * np.where(k > 1, 1.0, m)
             service = k * t_first
             t_wait = t_dec
         else:
@@ -162,12 +162,12 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             chunk = np.where(pbar > s, np.minimum(pbar, b), s)
             prompts = np.maximum(chunk / Isl, 1.0)
             q = np.where(chunk > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - s, 0) / 2)
-            t_mix = _step(model, n, cbar, chunk, q) + over_step + over_seq * (n + prompts)
+            t_mix = prefix_step_time(model, n, cbar, chunk, q) + over_step + over_seq * (n + prompts)
             tpot = phi * t_mix + (1 - phi) * t_dec
             # one-step prompts share their step with the others that arrived in the same step
             # (size-biased: 1 + lam prompts); multi-step prompts take k budget-limited steps
             m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
-            t_one = (_step(model, n, cbar, m * Isl, -(m - 1) * Isl / 2) + over_step
+            t_one = (prefix_step_time(model, n, cbar, m * Isl, -(m - 1) * Isl / 2) + over_step
                      + over_seq * (n + m))
             service = np.where(k > 1, k * t_mix, t_one)
             t_wait = t_dec
@@ -194,7 +194,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
                        throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
 
 
-def _step(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
     q = np.asarray(q, dtype=float)
     t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)

@@ -1,0 +1,144 @@
+r"""Closed-form steady state of a prefill/decode-disaggregated closed loop (no simulation).
+
+The counterpart of :func:`perfmodel.serving.steady_state` for two pools, as simulated by
+:class:`perfmodel.serving.Disaggregated`: P prefill replicas run prompts only, D decode replicas run
+decode-only steps, and a request's KV cache crosses from one to the other in :math:`t_{kv}` before its
+first token reaches the client. Notation: C clients over the whole system, I prompt and O output
+tokens, Z think time, X requests per second (whole system), :math:`T_p`, :math:`T_d` the step models
+of one replica of each pool plus their engines' overheads, B the prefill engine's token budget.
+
+*Decode pool.* Each decode replica holds n sequences, decoded at mean context
+:math:`\bar c = I + O/2`:
+
+.. math:: \mathrm{TPOT} = T_d(n, \bar c, 0, 0), \qquad n = \frac{X\,(O-1)\,\mathrm{TPOT}}{D}
+
+*Prefill pool.* Prompts reach a prefill replica at :math:`\lambda = X/P`, spread out in time (the
+closed loop's completions pace them). A prefill-only step takes the prompts that arrived while the
+previous one ran, up to the budget: :math:`m = \mathrm{clip}(\lambda\, t(m), 1, m_{max})` per step,
+:math:`m_{max} = \max(1, \lfloor B/I \rfloor)`, or one prompt in :math:`k = \lceil I/B \rceil` chunk
+steps when I > B; t(m) is the time to prefill such a batch. While prompts come slower than one per
+t(1) each runs alone on arrival; once batches form, a prompt arrives at a uniform point of the step
+collecting its batch:
+
+.. math:: \mathrm{TTFT} = \left(1 - \frac{1}{m}\right)\frac{t(m)}{2} + t(m) + t_{kv}
+
+*Closed loop.* :math:`C = X\,(\mathrm{TTFT} + (O-1)\,\mathrm{TPOT} + Z)`, solved for n by damped fixed-point
+iteration with n capped by the decode replica's ``max_num_seqs`` and KV capacity, and X by the prefill
+pool's capacity :math:`P\,m_{max}/t(m_{max})`. When a cap binds, the clients that do not fit queue:
+TTFT = C/X − (O − 1) TPOT − Z.
+
+Assumptions: arrivals at the prefill pool are spread out, not random (a Poisson stream would queue
+before capacity) nor in synchronised waves (see ``steady_state``); KV transfers do not contend with each other; the prefill pool's requests are spread
+evenly over its replicas, as are the decode pool's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..errors import ConfigError
+from .engine import EngineProfile, load_engine
+from .protocol import resolve_step_model
+from .steady_state import SteadyState, prefix_step_time
+
+#: Fixed-point iterations of the prompts-per-step m inside one evaluation.
+_BATCH_ITERATIONS = 12
+
+
+def _engine(e: EngineProfile | str) -> EngineProfile:
+    return e if isinstance(e, EngineProfile) else load_engine(e)
+
+
+def prefill_batch_time(model: Any, eng: EngineProfile, isl: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Time to prefill m prompts of ``isl`` tokens together (k chunk steps of ≤ B tokens if I > B) [s]."""
+    B = float(eng.max_num_batched_tokens)
+    k = np.ceil(isl / B)
+    chunk = np.where(k > 1, np.minimum(isl, B), m * isl)
+    q = np.where(k > 1, np.maximum(isl - B, 0.0) / 2.0, -(m - 1.0) * isl / 2.0)
+    per_step = prefix_step_time(model, 0.0, 0.0, chunk, q) + eng.step_overhead + eng.seq_overhead * m
+    return k * per_step
+
+
+def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: ArrayLike, isl: ArrayLike,
+                        osl: ArrayLike, *, prefill_replicas: ArrayLike = 1, decode_replicas: ArrayLike = 1,
+                        prefill_engine: EngineProfile | str = "vllm",
+                        decode_engine: EngineProfile | str | None = None, kv_transfer_s: ArrayLike = 0.0,
+                        think_time: ArrayLike = 0.0, iterations: int = 60) -> SteadyState:
+    """Mean TTFT, TPOT and throughput of a P/D-disaggregated system at closed-loop concurrency C.
+
+    Parameters
+    ----------
+    prefill_model, decode_model : StepModelLike | Mapping
+        Step models of one prefill and one decode replica (or ``StepModel`` keyword arguments).
+    concurrency : array_like
+        Clients C of the whole system.
+    isl, osl : array_like
+        Prompt and output tokens (fixed).
+    prefill_replicas, decode_replicas : array_like
+        Replicas P and D per pool (≥ 1).
+    prefill_engine, decode_engine : EngineProfile | str
+        Engines of the pools (the decode pool defaults to the prefill pool's).
+    kv_transfer_s : array_like
+        Time to move one request's KV cache between the pools [s].
+    think_time : array_like
+        Client think time Z [s].
+    iterations : int
+        Fixed-point iterations.
+
+    Returns
+    -------
+    SteadyState
+        Throughputs are the whole system's; ``n_decode`` is per decode replica; ``limited_by`` is
+        ``clients``, ``max_num_seqs``, ``kv_cache`` or ``prefill_pool``.
+    """
+    pm, dm = resolve_step_model(prefill_model), resolve_step_model(decode_model)
+    pe = _engine(prefill_engine)
+    de = _engine(decode_engine) if decode_engine is not None else pe
+    C, Isl, Osl, P, D, Tkv, Z = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
+        concurrency, isl, osl, prefill_replicas, decode_replicas, kv_transfer_s, think_time)))
+    for name, v, low in (("concurrency", C, 0.0), ("prefill_replicas", P, 1.0), ("decode_replicas", D, 1.0),
+                         ("kv_transfer_s", Tkv, 0.0), ("think_time", Z, 0.0)):
+        if not np.all(v >= low):
+            raise ConfigError(f"{name}: must be >= {low:g}, got {v[~(v >= low)].ravel()[0]!r}")
+    Osl = np.maximum(Osl, 2.0)
+    cbar = Isl + Osl / 2.0
+    per_seq_kv = (Isl + Osl) if de.kv_admission == "reserve_full" else cbar
+    caps = {"max_num_seqs": np.full_like(C, float(de.max_num_seqs)),
+            "kv_cache": float(dm.kv_capacity_tokens) * de.kv_capacity_fraction / per_seq_kv}
+    n_cap = np.minimum(*caps.values())
+    B = float(pe.max_num_batched_tokens)
+    m_max = np.maximum(np.floor(B / Isl), 1.0)
+    x_prefill = P * m_max / prefill_batch_time(pm, pe, Isl, m_max)   # prefill pool capacity [1/s]
+
+    def tpot_of(n: np.ndarray) -> np.ndarray:
+        return dm.step_time(n, cbar, 0.0, 0.0) + de.step_overhead + de.seq_overhead * n
+
+    def ttft_of(x: np.ndarray) -> np.ndarray:
+        lam = x / P
+        m = np.ones_like(x)
+        for _ in range(_BATCH_ITERATIONS):
+            m = np.clip(lam * prefill_batch_time(pm, pe, Isl, m), 1.0, m_max)
+        t = prefill_batch_time(pm, pe, Isl, m)
+        return (1.0 - 1.0 / m) * t / 2.0 + t + Tkv
+
+    n = np.minimum(C / D, n_cap)
+    for _ in range(iterations):
+        n = np.maximum(n, 1e-6)
+        tpot = tpot_of(n)
+        dec = (Osl - 1) * tpot
+        x = np.minimum(D * n / dec, x_prefill)
+        n_new = np.minimum.reduce([C / D * dec / (ttft_of(x) + dec + Z), n_cap, x_prefill * dec / D])
+        n = 0.5 * n + 0.5 * n_new
+    n = np.maximum(n, 1e-6)
+    tpot = tpot_of(n)
+    X = D * n / ((Osl - 1) * tpot)
+    ttft = np.maximum(ttft_of(X), C / X - (Osl - 1) * tpot - Z)
+    names = np.array(["clients", "max_num_seqs", "kv_cache", "prefill_pool"])
+    n_at_prefill_cap = x_prefill * (Osl - 1) * tpot / D
+    limits = np.stack([caps["max_num_seqs"], np.broadcast_to(caps["kv_cache"], C.shape), n_at_prefill_cap])
+    bound = np.where(n >= 0.999 * np.min(limits, axis=0), np.argmin(limits, axis=0) + 1, 0)
+    return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, throughput_rps=X,
+                       throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
