@@ -188,6 +188,11 @@ def diagnostics(o: dict) -> dict:
     held_fp4 = held["system"].isin(["b200_sxm", "gb200"]) & (held["weights"] == "nvfp4")
     oss = held[(held["model"] == "gpt-oss-120b") & (held["system"] == "h200_sxm") & (held["backend"] == "trtllm")]
     d["mxfp4_hopper"] = oss["tpot_pct_error"].median()
+    dis = held[held["mode"] == "disagg"]
+    d["disagg_n"], d["disagg_sys"] = len(dis), ", ".join(f"{k} {v}" for k, v in dis["system"].value_counts().items())
+    for metric in ("tpot", "ttft"):
+        e = dis[f"{metric}_pct_error"]
+        d[f"disagg_{metric}"] = (e.abs().median(), e.abs().quantile(0.9), e.median())
     d["fp4_rows"], d["fp4_bias"] = int(held_fp4.sum()), held.loc[held_fp4, "tpot_pct_error"].median()
     d["train"] = r.summaries["train"]
     trt_b200 = held[(held["system"] == "b200_sxm") & (held["backend"] == "trtllm")]
@@ -343,12 +348,21 @@ def findings_text(d: dict) -> str:
    {cal['sglang']['request_overhead'] * 1e3:.0f} ms, prefill kernel factor
    {cal['sglang']['prefill_kernel_scale']:.1f}): its low-concurrency TTFT is ≈ 0.2–0.3 s for every model,
    which the per-op prefill model cannot explain.
-8. **History.** With the plain per-op form (one η per format, before the step model read the profiles'
+8. **P/D-disaggregated rows.** The {d['disagg_n']} disaggregated rows that record both pools' worker
+   counts ({d['disagg_sys']}) are predicted by `steady_state_disagg` with the engine parameters fitted on
+   all rows: held out, TPOT {d['disagg_tpot'][0]:.1f} / {d['disagg_tpot'][1]:.1f} % (median / p90, bias
+   {_pct(d['disagg_tpot'][2])}) and TTFT {d['disagg_ttft'][0]:.1f} / {d['disagg_ttft'][1]:.1f} % (bias
+   {_pct(d['disagg_ttft'][2])}). Their decode pools are large attention-DP / wide-EP layouts, where the
+   decode step is predicted too fast (no multi-token prediction, expert load imbalance or DP
+   synchronisation in the step model); their TTFT at high concurrency is dominated by prefill-pool
+   queueing, which the closed form keeps shorter than the simulator does (docs/serving.md).
+9. **History.** With the plain per-op form (one η per format, before the step model read the profiles'
    shape terms, commit 540e1bb) and the profiles of 2026-11-30 11:28, the same pipeline cross-validated
    at TPOT 12.5 / 37.7 % and TTFT 31.0 / 96.6 % (grouped 5-fold; leave-one-system-out TPOT 15.5 / 45.5 %).
    The shape terms fit the isolated kernels better but transfer worse to served steps (items 1 and 2);
    before `small_m_tactic` and the wave wait as think time (commit 91055f7 and after) the grouped 5-fold
-   errors were TPOT 14.3 / 45.6 % and TTFT 29.5 / 87.5 %.
+   errors on the 1,740 aggregated rows were TPOT 14.3 / 45.6 % and TTFT 29.5 / 87.5 %
+   (leave-one-system-out TPOT 20.5 / 57.1 %); the disaggregated rows joined the fit afterwards.
 """
 
 
@@ -368,8 +382,10 @@ METHOD = """\
 - **Fit and CV** (`fit.py`): per engine, five global parameters; grouped 5-fold (groups = deployment
   configurations), leave-one-system-out and leave-one-model-out; every held-out row is predicted by
   parameters fitted without it. Errors are 100·(predicted − measured)/measured; bias = median signed error.
-- **Disaggregated rows** are skipped: `steady_state` has no prefill/decode-pool mode yet, and 683 of
-  the 829 disagg rows do not record the pools' worker counts.
+- **Disaggregated rows** that record both pools' worker counts (146 of 829) are predicted with
+  `perfmodel.serving.steady_state_disagg` (prefill pool, KV transfer, decode pool; `predict_disagg.py`)
+  under the same engine parameters; the other 683 are skipped. Attention-DP ranks schedule their own
+  batches (`schedulers` = the attention-DP degree of each pool).
 """
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perfmodel.errors import ConfigError
-from perfmodel.serving import Workload, max_load, simulate, steady_state
+from perfmodel.serving import Workload, load_engine, max_load, simulate, steady_state
 from perfmodel.serving.stand_in import LinearStepModel, RooflineStepModel
 
 H100_8B = RooflineStepModel.llama_8b_h100()
@@ -95,6 +95,20 @@ def test_think_time_per_point_matches_scalar_calls():
     assert vec.n_decode[2] < vec.n_decode[1] and vec.tpot_s[2] < vec.tpot_s[1]
     with pytest.raises(ConfigError, match="think_time"):
         steady_state(H100_8B, c, 1024, 256, think_time=np.array([0.0, -1.0, 0.0]))
+
+
+def test_attention_dp_schedulers_multiply_the_replica_limits():
+    few = load_engine("vllm", max_num_seqs=4)
+    one = steady_state(H100_8B, 100, 128, 1001, engine=few)
+    two = steady_state(H100_8B, 100, 128, 1001, engine=few, schedulers=2)
+    assert (float(one.n_decode), float(two.n_decode)) == pytest.approx((4.0, 8.0), rel=1e-3)
+    assert str(two.limited_by) == "max_num_seqs"
+    # S = 1 is the default path
+    same = steady_state(H100_8B, [8, 64], 1024, 256, schedulers=1)
+    base = steady_state(H100_8B, [8, 64], 1024, 256)
+    assert same.ttft_s.tolist() == base.ttft_s.tolist()
+    with pytest.raises(ConfigError, match="schedulers"):
+        steady_state(H100_8B, 8, 1024, 256, schedulers=0)
 
 
 def test_max_load_open_loop_rate():

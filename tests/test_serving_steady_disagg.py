@@ -37,6 +37,20 @@ def test_prefill_pool_capacity_by_hand():
     assert float(two.throughput_rps) == pytest.approx(200.0, rel=1e-3)
 
 
+def test_attention_dp_schedulers_multiply_budgets():
+    s = ConstantStepModel(0.01)
+    # two ranks each prefill one 8192-token prompt per 10 ms step: 200 requests/s
+    r = steady_state_disagg(s, s, 1000, 8192, 11, prefill_engine=NO_OVERHEAD, prefill_schedulers=2)
+    assert float(r.throughput_rps) == pytest.approx(200.0, rel=1e-3)
+    few = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0, max_num_seqs=4)
+    one = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few)
+    two = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few, decode_schedulers=2)
+    assert (float(one.n_decode), float(two.n_decode)) == pytest.approx((4.0, 8.0), rel=1e-3)
+    assert str(two.limited_by) == "max_num_seqs"
+    with pytest.raises(ConfigError, match="decode_schedulers"):
+        steady_state_disagg(s, s, 8, 1024, 256, decode_schedulers=0.5)
+
+
 def test_decode_pool_caps_bind():
     s = ConstantStepModel(0.01, kv_capacity_tokens=20_000)
     eng = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0)

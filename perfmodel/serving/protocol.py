@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
@@ -71,7 +72,7 @@ def resolve_step_model(spec: Any) -> StepModelLike:
     if missing:
         raise ConfigError(f"step model: {type(spec).__name__} lacks {', '.join(missing)}; a step model "
                           f"needs {', '.join(_MEMBERS)} (see perfmodel.serving.protocol)")
-    if float(spec.kv_capacity_tokens) <= 0:
+    if not np.all(np.asarray(spec.kv_capacity_tokens, dtype=float) > 0):
         raise ConfigError(f"step model: kv_capacity_tokens must be > 0, got {spec.kv_capacity_tokens!r} "
                           f"(the weights may not fit)")
     return spec

@@ -44,7 +44,7 @@ from .engine import EngineProfile, load_engine
 from .protocol import resolve_step_model
 from .steady_state import SteadyState, prefix_step_time
 
-#: Fixed-point iterations of the prompts-per-step m inside one evaluation.
+#: Fixed-point iterations of the prompts-per-step m at the solution (2 per outer iteration before).
 _BATCH_ITERATIONS = 12
 
 
@@ -53,11 +53,15 @@ def _engine(e: EngineProfile | str) -> EngineProfile:
 
 
 def prefill_batch_time(model: Any, eng: EngineProfile, isl: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Time to prefill m prompts of ``isl`` tokens together (k chunk steps of ≤ B tokens if I > B) [s]."""
+    """Time to prefill m prompts of ``isl`` tokens side by side (k chunk steps if I > B) [s].
+
+    B is one scheduler's budget: a prompt longer than B is chunked even when several schedulers
+    (attention-DP ranks) share the step.
+    """
     B = float(eng.max_num_batched_tokens)
     k = np.ceil(isl / B)
-    chunk = np.where(k > 1, np.minimum(isl, B), m * isl)
-    q = np.where(k > 1, np.maximum(isl - B, 0.0) / 2.0, -(m - 1.0) * isl / 2.0)
+    chunk = np.where(k > 1, m * np.minimum(isl, B), m * isl)   # m prompts (or their chunks) side by side
+    q = np.where(k > 1, np.maximum(isl - B, 0.0) / 2.0 - (m - 1.0) * B / 2.0, -(m - 1.0) * isl / 2.0)
     per_step = prefix_step_time(model, 0.0, 0.0, chunk, q) + eng.step_overhead + eng.seq_overhead * m
     return k * per_step
 
@@ -66,7 +70,8 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
                         osl: ArrayLike, *, prefill_replicas: ArrayLike = 1, decode_replicas: ArrayLike = 1,
                         prefill_engine: EngineProfile | str = "vllm",
                         decode_engine: EngineProfile | str | None = None, kv_transfer_s: ArrayLike = 0.0,
-                        think_time: ArrayLike = 0.0, iterations: int = 60) -> SteadyState:
+                        think_time: ArrayLike = 0.0, iterations: int = 60, prefill_schedulers: ArrayLike = 1,
+                        decode_schedulers: ArrayLike = 1) -> SteadyState:
     """Mean TTFT, TPOT and throughput of a P/D-disaggregated system at closed-loop concurrency C.
 
     Parameters
@@ -87,6 +92,9 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         Client think time Z [s].
     iterations : int
         Fixed-point iterations.
+    prefill_schedulers, decode_schedulers : array_like
+        Independent schedulers per replica (attention-DP ranks), each with its engine's token budget
+        and sequence limit (see ``steady_state``).
 
     Returns
     -------
@@ -97,29 +105,33 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     pm, dm = resolve_step_model(prefill_model), resolve_step_model(decode_model)
     pe = _engine(prefill_engine)
     de = _engine(decode_engine) if decode_engine is not None else pe
-    C, Isl, Osl, P, D, Tkv, Z = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
-        concurrency, isl, osl, prefill_replicas, decode_replicas, kv_transfer_s, think_time)))
+    C, Isl, Osl, P, D, Tkv, Z, Sp, Sd = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
+        concurrency, isl, osl, prefill_replicas, decode_replicas, kv_transfer_s, think_time, prefill_schedulers,
+        decode_schedulers)))
     for name, v, low in (("concurrency", C, 0.0), ("prefill_replicas", P, 1.0), ("decode_replicas", D, 1.0),
-                         ("kv_transfer_s", Tkv, 0.0), ("think_time", Z, 0.0)):
+                         ("kv_transfer_s", Tkv, 0.0), ("think_time", Z, 0.0), ("prefill_schedulers", Sp, 1.0),
+                         ("decode_schedulers", Sd, 1.0)):
         if not np.all(v >= low):
             raise ConfigError(f"{name}: must be >= {low:g}, got {v[~(v >= low)].ravel()[0]!r}")
     Osl = np.maximum(Osl, 2.0)
     cbar = Isl + Osl / 2.0
     per_seq_kv = (Isl + Osl) if de.kv_admission == "reserve_full" else cbar
-    caps = {"max_num_seqs": np.full_like(C, float(de.max_num_seqs)),
-            "kv_cache": float(dm.kv_capacity_tokens) * de.kv_capacity_fraction / per_seq_kv}
+    caps = {"max_num_seqs": float(de.max_num_seqs) * Sd,
+            "kv_cache": np.asarray(dm.kv_capacity_tokens, dtype=float) * de.kv_capacity_fraction / per_seq_kv}
     n_cap = np.minimum(*caps.values())
     B = float(pe.max_num_batched_tokens)
-    m_max = np.maximum(np.floor(B / Isl), 1.0)
+    m_max = np.maximum(np.floor(B / Isl), 1.0) * Sp
     x_prefill = P * m_max / prefill_batch_time(pm, pe, Isl, m_max)   # prefill pool capacity [1/s]
 
     def tpot_of(n: np.ndarray) -> np.ndarray:
         return dm.step_time(n, cbar, 0.0, 0.0) + de.step_overhead + de.seq_overhead * n
 
-    def ttft_of(x: np.ndarray) -> np.ndarray:
+    m = np.ones_like(C)   # prompts per prefill step, refined a few iterations per call (warm start)
+
+    def ttft_of(x: np.ndarray, refine: int = _BATCH_ITERATIONS) -> np.ndarray:
+        nonlocal m
         lam = x / P
-        m = np.ones_like(x)
-        for _ in range(_BATCH_ITERATIONS):
+        for _ in range(refine):
             m = np.clip(lam * prefill_batch_time(pm, pe, Isl, m), 1.0, m_max)
         t = prefill_batch_time(pm, pe, Isl, m)
         return (1.0 - 1.0 / m) * t / 2.0 + t + Tkv
@@ -130,7 +142,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         tpot = tpot_of(n)
         dec = (Osl - 1) * tpot
         x = np.minimum(D * n / dec, x_prefill)
-        n_new = np.minimum.reduce([C / D * dec / (ttft_of(x) + dec + Z), n_cap, x_prefill * dec / D])
+        n_new = np.minimum.reduce([C / D * dec / (ttft_of(x, 2) + dec + Z), n_cap, x_prefill * dec / D])
         n = 0.5 * n + 0.5 * n_new
     n = np.maximum(n, 1e-6)
     tpot = tpot_of(n)

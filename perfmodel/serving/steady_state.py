@@ -87,7 +87,7 @@ class SteadyState:
 
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
                  osl: ArrayLike | None = None, engine: EngineProfile | str = "vllm",
-                 think_time: ArrayLike = 0.0, iterations: int = 60) -> SteadyState:
+                 think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -105,6 +105,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         Client think time Z [s] (broadcast with ``concurrency``).
     iterations : int
         Fixed-point iterations.
+    schedulers : array_like
+        Independent schedulers S in the replica (attention-DP ranks), each with the engine's token
+        budget and sequence limit: the replica steps S·B tokens and holds S·``max_num_seqs``
+        sequences, while one prompt's chunk stays within one rank's budget B.
 
     Returns
     -------
@@ -116,21 +120,24 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         think_time = w.arrival.think_time
     model = resolve_step_model(step_model)
     eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
-    C, Isl, Osl, Z = np.broadcast_arrays(*(np.asarray(x, dtype=float)
-                                           for x in (concurrency, isl, osl, think_time)))
+    C, Isl, Osl, Z, S = np.broadcast_arrays(*(np.asarray(x, dtype=float)
+                                              for x in (concurrency, isl, osl, think_time, schedulers)))
+    if not np.all(S >= 1):
+        raise ConfigError(f"schedulers: must be >= 1, got {schedulers!r}")
     Osl = np.maximum(Osl, 2.0)
     if not np.all(Z >= 0):
         raise ConfigError(f"think_time: must be >= 0 s, got {think_time!r}")
-    B = float(eng.max_num_batched_tokens)
+    B_rank = float(eng.max_num_batched_tokens)
+    B = B_rank * S
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
     cbar = Isl + Osl / 2.0
     kv_cap = float(model.kv_capacity_tokens) * eng.kv_capacity_fraction
     per_seq_kv = (Isl + Osl) if eng.kv_admission == "reserve_full" else cbar
     caps = {
-        "max_num_seqs": np.full_like(C, float(eng.max_num_seqs)),
+        "max_num_seqs": float(eng.max_num_seqs) * S,
         "kv_cache": kv_cap / per_seq_kv,
         "prefill_budget": (B * (Osl - 1) / (Isl + Osl - 1) if eng.chunked_prefill or eng.policy == "prefill_first"
-                           else np.where(Isl <= B, B * (Osl - 1) / (Isl + Osl - 1), Osl - 1)),
+                           else np.where(Isl <= B_rank, B * (Osl - 1) / (Isl + Osl - 1), S * (Osl - 1))),
     }
     n_cap = np.minimum.reduce(list(caps.values()))
     prefill_first = eng.policy == "prefill_first"
@@ -140,23 +147,23 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         pbar = lam * Isl                          # prompt tokens per decode step
         t_dec = model.step_time(n, cbar, 0.0, 0.0) + over_step + over_seq * n
         if prefill_first:
-            k = np.ceil(Isl / B)
+            k = np.ceil(Isl / B_rank)
             nu = np.maximum(lam * k, pbar / B)  # prefill-only steps per decode step
-            P = np.clip(np.where(nu > 0, pbar / np.maximum(nu, 1e-12), np.minimum(Isl, B)), 1.0, B)
+            P = np.clip(np.where(nu > 0, pbar / np.maximum(nu, 1e-12), np.minimum(Isl, B_rank)), 1.0, B)
             prompts = np.maximum(P / Isl, 1.0)
             q = np.where(P > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - P, 0) / 2)
             t_pre = prefix_step_time(model, 0.0, 0.0, P, q) + over_step + over_seq * prompts
             tpot = t_dec + nu * t_pre
             # the prompt shares its prefill step with those that arrived in the same decode step
             m = np.minimum(1.0 + lam, np.maximum(B / Isl, 1.0))
-            Pm = np.where(k > 1, np.minimum(Isl, B), m * Isl)
-            qm = np.where(k > 1, np.maximum(Isl - B, 0) / 2, -(m - 1) * Isl / 2)
+            Pm = np.where(k > 1, np.minimum(Isl, B_rank), m * Isl)
+            qm = np.where(k > 1, np.maximum(Isl - B_rank, 0) / 2, -(m - 1) * Isl / 2)
             t_first = prefix_step_time(model, 0.0, 0.0, Pm, qm) + over_step + over_seq * np.where(k > 1, 1.0, m)
             service = k * t_first
             t_wait = t_dec
         else:
             b = np.maximum(B - n, 1.0)
-            s = np.minimum(Isl, b) if eng.chunked_prefill else Isl
+            s = np.minimum(Isl, b / S) if eng.chunked_prefill else Isl
             k = np.ceil(Isl / s)                   # steps per prompt (the last chunk may be partial)
             phi = np.minimum(pbar / s, 1.0)      # fraction of steps carrying prompt work
             chunk = np.where(pbar > s, np.minimum(pbar, b), s)

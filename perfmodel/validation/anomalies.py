@@ -30,6 +30,10 @@ Both floors sum the ops' max(F/P, D/B) and leave communication out (see :func:`_
 ``id_layout_mismatch``
     the run id names a world size (``_tpN_``; attention-DP runs are named by tp × attention_dp) different
     from ``tp_size × attention_dp_size``.
+
+P/D-disaggregated rows get the TPOT checks on the decode pool's model (decode-only steps, no prefill
+term in the ceiling) and the TTFT floor on the prefill pool's; no TTFT ceiling, since prompts can queue
+for the prefill pool whatever its speed.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import pandas as pd
 
 from ..core.ops import StepShape
 from ..errors import PerfmodelError
-from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
+from .stepmodels import CONFIG_COLUMNS, DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
 
 #: A measurement below this fraction of a datasheet lower bound is flagged (10 % slack for
 #: peaks quoted with boost clocks and rounding).
@@ -62,26 +66,31 @@ def _id_tp(run_id: str) -> int | None:
 def _device_floor(sm, n, context, prefill) -> np.ndarray:
     """Sum over ops of max(F/P, D/B) at datasheet peaks, communication left out.
 
-    Collectives are excluded from the floors because the core costs multi-node collectives as a flat
-    ring at scale-out bandwidth, which over-states them; a floor must not depend on that.
+    Collectives are excluded: a floor must not depend on how the collectives are modelled (algorithm,
+    hierarchy across nodes), only on work every implementation has to do.
     """
     n, context, prefill = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (n, context, prefill)))
     shape = StepShape.make(n, context, (prefill > 0).astype(float), prefill, np.zeros_like(n))
     return np.broadcast_to(sm.breakdown(shape).compute_total, n.shape)
 
 
+def _implied_decode_batch(rows: pd.DataFrame) -> np.ndarray:
+    """Decode batch the measurement implies: C (N − 1) TPOT / (TTFT + (N − 1) TPOT), at least 1."""
+    c = rows["concurrency"].to_numpy(float)
+    ttft = rows["measured_ttft_s"].to_numpy(float)
+    tpot = rows["measured_tpot_s"].to_numpy(float)
+    decode_time = np.maximum(rows["osl"].to_numpy(float) - 1.0, 1.0) * tpot
+    return np.maximum(c * decode_time / (ttft + decode_time), 1.0)
+
+
 def _bounds(sm, rows: pd.DataFrame) -> tuple[np.ndarray, ...]:
     c = rows["concurrency"].to_numpy(float)
     isl = rows["isl"].to_numpy(float)
     osl = rows["osl"].to_numpy(float)
-    ttft = rows["measured_ttft_s"].to_numpy(float)
-    tpot = rows["measured_tpot_s"].to_numpy(float)
     decode_steps = np.maximum(osl - 1.0, 1.0)
-    busy = decode_steps * tpot / (ttft + decode_steps * tpot)
-    n_eff = np.maximum(c * busy, 1.0)
     mid = isl + osl / 2.0
     zero = np.zeros_like(c)
-    floor_tpot = _device_floor(sm, n_eff, mid, zero)
+    floor_tpot = _device_floor(sm, _implied_decode_batch(rows), mid, zero)
     floor_ttft = _device_floor(sm, zero, zero, isl)
     full = sm.step_time(*np.broadcast_arrays(c, mid, zero, zero))
     prefill = sm.step_time(*np.broadcast_arrays(zero, zero, isl, zero))
@@ -89,6 +98,38 @@ def _bounds(sm, rows: pd.DataFrame) -> tuple[np.ndarray, ...]:
     fits = c * (isl + osl) <= float(sm.kv_capacity_tokens)
     ttft_ceiling = np.where(fits, SLOW_FACTOR * c * prefill + MAX_REQUEST_TIME, np.inf)
     return floor_tpot, floor_ttft, ceiling, ttft_ceiling
+
+
+def _disagg_bounds(decode_sm, prefill_sm, rows: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """Bounds of P/D rows: decode-only steps in the decode pool, prompts in the prefill pool.
+
+    No TTFT ceiling: prompts can queue for the prefill pool whatever its speed.
+    """
+    c = rows["concurrency"].to_numpy(float)
+    isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
+    mid, zero = isl + osl / 2.0, np.zeros_like(c)
+    floor_tpot = _device_floor(decode_sm, _implied_decode_batch(rows), mid, zero)
+    floor_ttft = _device_floor(prefill_sm, zero, zero, isl)
+    ceiling = SLOW_FACTOR * decode_sm.step_time(*np.broadcast_arrays(c, mid, zero, zero)) + MAX_HOST_STEP
+    return floor_tpot, floor_ttft, ceiling, np.full_like(c, np.inf)
+
+
+def _pool_bounds(cache: StepModelCache, deployments: pd.DataFrame):
+    """Yield (rows, bounds) per step-model configuration: aggregated and P/D rows."""
+    mode = deployments["mode"] if "mode" in deployments else pd.Series("agg", index=deployments.index)
+    for key, rows in config_groups(deployments[mode == "agg"], CONFIG_COLUMNS):
+        try:
+            yield rows, _bounds(cache.get(key), rows)
+        except PerfmodelError:
+            continue
+    disagg = deployments[mode == "disagg"]
+    for _, rows in config_groups(disagg, DISAGG_COLUMNS):
+        decode_key, prefill_key = pool_keys(rows.iloc[0])
+        try:
+            decode, prefill = cache.get(decode_key), cache.get(prefill_key)
+            yield rows, _disagg_bounds(decode, prefill, rows)
+        except PerfmodelError:
+            continue
 
 
 def flag_anomalies(deployments: pd.DataFrame, datasheet: StepModelCache | None = None) -> pd.Series:
@@ -115,13 +156,7 @@ def flag_anomalies(deployments: pd.DataFrame, datasheet: StepModelCache | None =
         for i in idx:
             reasons[i] = f"{reasons[i]}; {text}" if reasons[i] else text
 
-    agg = deployments[deployments["mode"] == "agg"] if "mode" in deployments else deployments
-    for key, rows in config_groups(agg, CONFIG_COLUMNS):
-        try:
-            sm = cache.get(key)
-        except PerfmodelError:
-            continue
-        floor_tpot, floor_ttft, ceiling, ttft_ceiling = _bounds(sm, rows)
+    for rows, (floor_tpot, floor_ttft, ceiling, ttft_ceiling) in _pool_bounds(cache, deployments):
         tpot = rows["measured_tpot_s"].to_numpy(float)
         ttft = rows["measured_ttft_s"].to_numpy(float)
         for mask, text in (

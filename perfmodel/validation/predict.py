@@ -7,8 +7,9 @@ included) and TPOT (prefill interference included) under the row's engine profil
 configuration, tabulated per row (:mod:`perfmodel.validation.surrogate`) so that one ``steady_state``
 call covers every row of an engine — which is what makes fitting and cross-validation affordable.
 
-Disaggregated rows are returned as skipped: ``steady_state`` covers aggregated replicas only (a
-prefill/decode steady state belongs in :mod:`perfmodel.serving`; see ``docs/validation.md``).
+Disaggregated rows (both pools' worker counts recorded) go through
+:func:`perfmodel.serving.steady_state_disagg` (:mod:`perfmodel.validation.predict_disagg`), one call
+per configuration.
 """
 
 from __future__ import annotations
@@ -23,16 +24,13 @@ from ..errors import PerfmodelError
 from ..serving import EngineProfile, steady_state
 from .bursts import wave_wait
 from .engines import EngineCalibration, presets
+from .predict_disagg import DisaggBatch, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
-from .surrogate import RowTables, build_tables, concat_tables
+from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
 #: Fixed-point iterations passed to ``steady_state``: 20 reproduce its default (60) to < 1e-6 relative
 #: on the public rows (checked in the tests) at a third of the cost.
 STEADY_STATE_ITERATIONS = 20
-
-#: Skip reason of disaggregated rows.
-DISAGG_REASON = ("disagg: no closed-form prefill/decode steady state in perfmodel.serving yet "
-                 "(steady_state covers aggregated replicas)")
 
 
 def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.ndarray:
@@ -43,7 +41,7 @@ def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.
 
 
 @dataclass
-class _Batch:
+class _Batch(RowBatch):
     """Rows sharing one ``steady_state`` call: positions, inputs and their step-time tables."""
 
     positions: np.ndarray
@@ -51,14 +49,7 @@ class _Batch:
     concurrency: np.ndarray
     isl: np.ndarray
     osl: np.ndarray
-
-    def subset(self, keep: np.ndarray, new_position: np.ndarray) -> _Batch | None:
-        """The rows whose ``keep`` flag (indexed by position) is set, renumbered by ``new_position``."""
-        mask = keep[self.positions]
-        if not mask.any():
-            return None
-        return _Batch(new_position[self.positions[mask]], self.tables.subset(mask, self.tables.kv_capacity_tokens),
-                      self.concurrency[mask], self.isl[mask], self.osl[mask])
+    schedulers: np.ndarray
 
 
 @dataclass
@@ -73,6 +64,7 @@ class ServingProblem:
     skipped: pd.DataFrame
     batches: dict[str, list[_Batch]] = field(default_factory=dict)
     efficiency: object = "calibrated"
+    disagg: dict[str, list[DisaggBatch]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, deployments: pd.DataFrame, efficiency="calibrated", cache: StepModelCache | None = None
@@ -92,14 +84,12 @@ class ServingProblem:
         cache = cache or StepModelCache(efficiency)
         skipped = []
         mode = deployments["mode"] if "mode" in deployments else pd.Series("agg", index=deployments.index)
-        for pos in np.flatnonzero(mode.to_numpy() != "agg"):
-            skipped.append({"row": deployments["row"].iat[pos], "id": deployments["id"].iat[pos],
-                            "reason": DISAGG_REASON})
-        agg = deployments[mode.to_numpy() == "agg"]
-        unknown = ~agg["backend"].isin(list(engines))
-        for _, r in agg[unknown].iterrows():
+        unknown = ~deployments["backend"].isin(list(engines))
+        for _, r in deployments[unknown].iterrows():
             skipped.append({"row": r["row"], "id": r["id"], "reason": f"unknown backend: {r['backend']}"})
-        agg = agg[~unknown]
+        agg = deployments[(mode == "agg") & ~unknown]
+        disagg_parts, disagg_skipped = tabulate_disagg(deployments[(mode == "disagg") & ~unknown], cache, engines)
+        skipped += disagg_skipped
         parts: dict[str, list] = {}
         keep = []
         for key, rows in config_groups(agg, (*CONFIG_COLUMNS, "backend")):
@@ -117,18 +107,21 @@ class ServingProblem:
                 continue
             eng = engines[key[-1]]
             isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
-            p_max = np.maximum(isl, eng.max_num_batched_tokens)
+            p_max = np.maximum(isl, eng.max_num_batched_tokens * rows["dp"].to_numpy(float))
             tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
                                layers=sm.model.num_layers, small_m_model=cache.small_m_variant(key[:-1]))
             bind = _kv_can_bind(rows, capacity, eng)
             parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
             keep.append(rows.index.to_numpy())
-        kept = agg.loc[np.concatenate(keep)] if keep else agg.iloc[:0]
+        keep += [index for index, _ in disagg_parts.values()]
+        kept = deployments.loc[np.concatenate(keep)] if keep else agg.iloc[:0]
         problem = cls(kept.copy(), pd.DataFrame(skipped, columns=["row", "id", "reason"]),
                       efficiency=efficiency)
         position = pd.Series(np.arange(len(kept)), index=kept.index)
         for backend, groups in parts.items():
             problem.batches[backend] = problem._batches(groups, position)
+        for backend, (index, inputs) in disagg_parts.items():
+            problem.disagg[backend] = [DisaggBatch(position.loc[index].to_numpy(), **inputs)]
         return problem
 
     def _batches(self, groups: list, position: pd.Series) -> list[_Batch]:
@@ -148,17 +141,18 @@ class ServingProblem:
         rows = self.rows.loc[index]
         return _Batch(position.loc[index].to_numpy(), RowTables(tab, capacity),
                       rows["concurrency"].to_numpy(float), rows["isl"].to_numpy(float),
-                      rows["osl"].to_numpy(float))
+                      rows["osl"].to_numpy(float), rows["dp"].to_numpy(float))
 
     def subset(self, keep) -> ServingProblem:
         """The problem restricted to the rows where ``keep`` (aligned with :attr:`rows`) is true."""
         keep = np.asarray(keep, dtype=bool)
         new_position = np.cumsum(keep) - 1
         out = ServingProblem(self.rows[keep].copy(), self.skipped, efficiency=self.efficiency)
-        for backend, batches in self.batches.items():
-            kept = [b2 for b in batches if (b2 := b.subset(keep, new_position)) is not None]
-            if kept:
-                out.batches[backend] = kept
+        for source, target in ((self.batches, out.batches), (self.disagg, out.disagg)):
+            for backend, batches in source.items():
+                kept = [b2 for b in batches if (b2 := b.subset(keep, new_position)) is not None]
+                if kept:
+                    target[backend] = kept
         return out
 
     def evaluate(self, calibrations: Mapping[str, EngineCalibration] | None = None,
@@ -177,6 +171,11 @@ class ServingProblem:
         calibrations = {**presets(), **dict(calibrations or {})}
         ttft = np.full(len(self.rows), np.nan)
         tpot = np.full(len(self.rows), np.nan)
+        for backend, batches in self.disagg.items():
+            if backends is None or backend in backends:
+                for b in batches:
+                    ttft[b.positions], tpot[b.positions] = b.evaluate(calibrations[backend],
+                                                                      STEADY_STATE_ITERATIONS)
         for backend, batches in self.batches.items():
             if backends is not None and backend not in backends:
                 continue
@@ -188,9 +187,10 @@ class ServingProblem:
                 extra = cal.request_overhead
                 if cal.sync_fraction > 0:
                     extra = extra + cal.sync_fraction * wave_wait(
-                        tables, b.concurrency, b.isl, engine.max_num_batched_tokens, engine.step_overhead)
+                        tables, b.concurrency, b.isl, engine.max_num_batched_tokens * b.schedulers,
+                        engine.step_overhead)
                 res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine, think_time=extra,
-                                   iterations=STEADY_STATE_ITERATIONS)
+                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers)
                 ttft[b.positions] = res.ttft_s + extra
                 tpot[b.positions] = res.tpot_s
         return ttft, tpot

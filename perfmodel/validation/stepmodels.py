@@ -22,6 +22,13 @@ CONFIG_COLUMNS = ("model_path", "hardware", "tp", "pp", "dp", "ep", "moe_tp", "w
 #: The same for the prefill pool of disaggregated rows.
 PREFILL_COLUMNS = ("model_path", "hardware", "p_tp", "p_pp", "p_dp", "p_ep", "p_moe_tp", "weights",
                    "activations", "kv_cache")
+#: Columns that identify a disaggregated configuration: both pools and their replica counts.
+DISAGG_COLUMNS = tuple(dict.fromkeys((*CONFIG_COLUMNS, *PREFILL_COLUMNS, "p_workers", "d_workers")))
+
+
+def pool_keys(row) -> tuple[tuple, tuple]:
+    """(decode or only pool, prefill pool) step-model keys of one deployments row (a mapping)."""
+    return tuple(row[c] for c in CONFIG_COLUMNS), tuple(row[c] for c in PREFILL_COLUMNS)
 
 
 class StepModelCache:

@@ -34,6 +34,8 @@ and a decode context equal to c̄ of the row wherever decodes are present; anyth
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..core.ops import StepShape
@@ -68,8 +70,8 @@ class RowTables:
     ----------
     tables : dict
         Built by :func:`build_tables` (use that).
-    kv_capacity_tokens : float
-        Scalar KV capacity reported to the caller (``inf`` when rows are pre-screened so that the
+    kv_capacity_tokens : float or ndarray
+        KV capacity reported to the caller, scalar or one per row (``inf`` when rows are pre-screened so that the
         KV cache never limits them, see :mod:`perfmodel.validation.predict`).
     """
 
@@ -199,3 +201,28 @@ def concat_tables(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 def select(tables: dict[str, np.ndarray], index) -> dict[str, np.ndarray]:
     """Tables of the rows ``index`` (positions or boolean mask)."""
     return {k: v[index] for k, v in tables.items() if k != "row"}
+
+
+class RowBatch:
+    """Mixin of dataclasses holding a batch of rows: ``positions`` (row numbers in the problem),
+    :class:`RowTables` and per-row arrays, all aligned."""
+
+    positions: np.ndarray
+
+    def subset(self, keep: np.ndarray, new_position: np.ndarray):
+        """The rows whose ``keep`` flag (indexed by position) is set, renumbered by ``new_position``;
+        None when no row is kept."""
+        mask = keep[self.positions]
+        if not mask.any():
+            return None
+        values = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "positions":
+                values[f.name] = new_position[v[mask]]
+            elif isinstance(v, RowTables):
+                cap = v.kv_capacity_tokens
+                values[f.name] = v.subset(mask, cap[mask] if np.ndim(cap) else cap)
+            else:
+                values[f.name] = v[mask]
+        return type(self)(**values)

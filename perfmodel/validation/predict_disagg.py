@@ -1,0 +1,132 @@
+"""Predicted mean TTFT and TPOT of measured prefill/decode-disaggregated rows.
+
+A disaggregated row runs C = ``concurrency`` × D clients (``concurrency`` is per decode replica, see
+:mod:`perfmodel.validation.rows`) over P prefill and D decode replicas (``p_workers``, ``d_workers``) of
+their own layouts; :func:`perfmodel.serving.steady_state_disagg` gives the closed loop's means. Step
+times come from one tabulated step model per pool (:mod:`perfmodel.validation.surrogate`), adjusted by
+the same engine parameters as aggregated rows (:mod:`perfmodel.validation.engines`): decode-only steps
+in the decode pool, prompt steps in the prefill pool.
+
+KV transfer: one request's cache (the prefill replica's bytes per token × I) leaves the prefill
+replica's devices in parallel, each over its own port: the scale-up link when both pools fit in one
+scale-up domain (an NVL72 rack), else the scale-out NIC, plus that link's α.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfmodelError
+from ..hardware import load_link
+from ..serving import steady_state_disagg
+from .bursts import wave_wait
+from .engines import EngineCalibration
+from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
+from .surrogate import RowBatch, RowTables, build_tables, concat_tables
+
+
+def kv_transfer_time(prefill_sm, total_devices: int, isl: np.ndarray) -> np.ndarray:
+    """Time to move one request's KV cache from a prefill to a decode replica [s] (module docstring)."""
+    hw = prefill_sm.hardware
+    up = hw.scale_up
+    port = up if up is not None and (up.domain is None or total_devices <= up.domain) else hw.scale_out
+    if port is None:
+        port = up
+    if port is None:
+        raise PerfmodelError(f"{hw.id}: no scale-up or scale-out port in its spec to move the KV cache")
+    link = load_link(port.link)
+    bandwidth = (port.bandwidth.value if port.bandwidth else link.bandwidth.value) * prefill_sm.devices
+    return link.alpha.value + np.asarray(isl, dtype=float) * prefill_sm.kv_bytes_per_token / bandwidth
+
+
+@dataclass
+class DisaggBatch(RowBatch):
+    """Disaggregated rows of one configuration: positions, both pools' tables and the loop's inputs."""
+
+    positions: np.ndarray
+    prefill: RowTables
+    decode: RowTables
+    clients: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    prefill_replicas: np.ndarray
+    decode_replicas: np.ndarray
+    kv_transfer_s: np.ndarray
+    prefill_schedulers: np.ndarray
+    decode_schedulers: np.ndarray
+
+    def evaluate(self, cal: EngineCalibration, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted (TTFT, TPOT) [s] of the rows under one backend's engine parameters."""
+        engine = cal.engine()
+        adjust = (cal.layer_overhead, cal.decode_kernel_scale, cal.prefill_kernel_scale, cal.small_m_tactic)
+        prefill, decode = self.prefill.adjusted(*adjust), self.decode.adjusted(*adjust)
+        extra = cal.request_overhead
+        if cal.sync_fraction > 0:
+            extra = extra + cal.sync_fraction * wave_wait(
+                prefill, self.clients / self.prefill_replicas, self.isl,
+                engine.max_num_batched_tokens * self.prefill_schedulers, engine.step_overhead)
+        res = steady_state_disagg(prefill, decode, self.clients, self.isl, self.osl,
+                                  prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
+                                  prefill_engine=engine, kv_transfer_s=self.kv_transfer_s, think_time=extra,
+                                  iterations=iterations, prefill_schedulers=self.prefill_schedulers,
+                                  decode_schedulers=self.decode_schedulers)
+        return res.ttft_s + extra, res.tpot_s
+
+
+def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
+                    ) -> tuple[dict[str, tuple[np.ndarray, dict]], list[dict]]:
+    """Step-model tables of disaggregated rows, merged per backend (one steady-state call each).
+
+    Returns
+    -------
+    parts : dict
+        backend -> (row index, inputs), ``inputs`` holding the :class:`DisaggBatch` fields except
+        ``positions``; the tables carry each row's own KV capacity.
+    skipped : list of dict
+        ``row``, ``id``, ``reason`` of rows whose pools cannot be built.
+    """
+    groups: dict[str, list] = {}
+    skipped = []
+    for key, group in config_groups(rows, (*DISAGG_COLUMNS, "backend")):
+        first = group.iloc[0]
+        decode_key, prefill_key = pool_keys(first)
+        p_workers, d_workers, backend = float(first["p_workers"]), float(first["d_workers"]), key[-1]
+        isl = group["isl"].to_numpy(float)
+        try:
+            dsm, psm = cache.get(decode_key), cache.get(prefill_key)
+            reason = None if min(dsm.kv_capacity_tokens, psm.kv_capacity_tokens) > 0 else \
+                "weights do not fit in device memory (no room for KV cache)"
+            if reason is None:
+                tkv = kv_transfer_time(psm, int(p_workers) * psm.devices + int(d_workers) * dsm.devices, isl)
+        except PerfmodelError as exc:
+            reason = f"step model error: {exc}"
+        if reason is not None:
+            skipped += [{"row": r, "id": i, "reason": reason} for r, i in zip(group["row"], group["id"], strict=True)]
+            continue
+        osl, conc = group["osl"].to_numpy(float), group["concurrency"].to_numpy(float)
+        ones = np.ones_like(isl)
+        groups.setdefault(backend, []).append({
+            "index": group.index.to_numpy(),
+            "prefill": build_tables(psm, isl, osl, 2 * ones,
+                                    np.maximum(isl, engines[backend].max_num_batched_tokens * float(first["p_dp"])),
+                                    layers=psm.model.num_layers, small_m_model=cache.small_m_variant(prefill_key)),
+            "decode": build_tables(dsm, isl, osl, conc, 2 * ones, layers=dsm.model.num_layers,
+                                   small_m_model=cache.small_m_variant(decode_key)),
+            "prefill_capacity": float(psm.kv_capacity_tokens) * ones,
+            "decode_capacity": float(dsm.kv_capacity_tokens) * ones,
+            "clients": conc * d_workers, "isl": isl, "osl": osl, "prefill_replicas": p_workers * ones,
+            "decode_replicas": d_workers * ones, "kv_transfer_s": tkv,
+            "prefill_schedulers": float(first["p_dp"]) * ones, "decode_schedulers": float(first["dp"]) * ones})
+    parts = {}
+    for backend, items in groups.items():
+        def cat(name, items=items):
+            return np.concatenate([g[name] for g in items])
+        inputs = {k: cat(k) for k in ("clients", "isl", "osl", "prefill_replicas", "decode_replicas",
+                                      "kv_transfer_s", "prefill_schedulers", "decode_schedulers")}
+        inputs["prefill"] = RowTables(concat_tables([g["prefill"] for g in items]), cat("prefill_capacity"))
+        inputs["decode"] = RowTables(concat_tables([g["decode"] for g in items]), cat("decode_capacity"))
+        parts[backend] = (cat("index"), inputs)
+    return parts, skipped
