@@ -1692,6 +1692,23 @@ NB07 = [
                    "p90 |e| [%]": ps[m]["p90_abs_pct_error"], "bias [%]": ps[m]["bias_pct"]} for m in metrics]).round(1)
     """),
     md("""
+    ## 7. Estimating a deployment that was not measured
+
+    `estimate_serving` runs this same pipeline (format defaults, steady state, fitted engine
+    parameters) on a deployment of your choice, so its figures carry the error measured above. Here
+    Llama-3.1-70B FP8 on four H200 with vLLM, and the same with the uncalibrated engine preset: the
+    preset's TTFT lacks the request overhead and the synchronised arrivals the fit found.
+    """),
+    code("""
+    from perfmodel.validation.estimate import estimate_serving
+
+    kw = dict(tp=4, precision="fp8")
+    est = estimate_serving("llama-3.1-70b", "h200-sxm", "vllm", [1, 16, 64], 1024, 1024, **kw)
+    pre = estimate_serving("llama-3.1-70b", "h200-sxm", "vllm", [1, 16, 64], 1024, 1024, engines="preset", **kw)
+    est.assign(preset_ttft_s=pre["ttft_s"], preset_tpot_s=pre["tpot_s"])[
+        ["concurrency", "ttft_s", "preset_ttft_s", "tpot_s", "preset_tpot_s", "output_tokens_per_s_per_gpu"]].round(4)
+    """),
+    md("""
     ## What to take away
 
     * Read every prediction with its error bar: the tables above are that error bar, per system and
@@ -1705,7 +1722,8 @@ NB07 = [
 
     The command line gives the same figures: `perfmodel validate --data
     perfmodel/data/validation/serving_measured.csv` (add `--efficiency datasheet --engines preset` for
-    the uncalibrated run, `--format json` for scripts). `docs/validation.md` holds the full report.
+    the uncalibrated run, `--format json` for scripts), and `perfmodel estimate` the section-7 estimate.
+    `docs/validation.md` holds the full report.
     """),
 ]
 

@@ -15,7 +15,8 @@ from ..errors import PerfmodelError
 
 #: Modules (relative to this package) that register sub-commands, in help order.
 COMMAND_MODULES = (
-    "demo_cmd", "hardware_cmd", "models_cmd", "predict_cmd", "simulate_cmd", "validate_cmd", "plan_cmd",
+    "demo_cmd", "hardware_cmd", "models_cmd", "predict_cmd", "simulate_cmd", "estimate_cmd", "validate_cmd",
+    "plan_cmd",
 )
 
 

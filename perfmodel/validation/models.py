@@ -90,8 +90,9 @@ def resolve_model(model_path: str) -> ModelSpec:
         return _bridge(model_path.strip(), *BRIDGES[key])
     try:
         return load_model(model_path)
-    except UnknownNameError:
-        raise UnsupportedModel(f"unknown model: {model_path}") from None
+    except UnknownNameError as exc:  # keep the suggestions, under one "unknown model:" prefix
+        detail = str(exc).removeprefix("unknown model ")
+        raise UnsupportedModel(f"unknown model: {detail}") from None
     except PerfmodelError as exc:
         raise UnsupportedModel(f"model spec error: {exc}") from None
 

@@ -220,7 +220,8 @@ def _map_one(row: dict, policy: KVPolicy) -> dict:
     return out
 
 
-def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY) -> tuple[pd.DataFrame, pd.DataFrame]:
+def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured: bool = True
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Map measured serving rows to predictable deployments.
 
     Parameters
@@ -229,6 +230,9 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY) -> tuple
         Rows in the ``serving_measured.csv`` schema (see ``data/validation/README.md``).
     kv_policy : KVPolicy
         KV-cache format assumption per engine.
+    measured : bool
+        Require positive measured TTFT and TPOT (default); False maps deployments to be predicted
+        only (:mod:`perfmodel.validation.estimate`), whose ``measured_*`` are then NaN.
 
     Returns
     -------
@@ -248,7 +252,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY) -> tuple
         rid = _text(row.get("id")) or str(pos)
         ttft, tpot = _float(row.get("silicon_ttft_ms")), _float(row.get("silicon_tpot_ms"))
         try:
-            if not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
+            if measured and not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
                 raise Skip("measured TTFT/TPOT missing or non-positive")
             rec = _map_one(row, kv_policy)
         except Skip as exc:

@@ -87,13 +87,18 @@ def detect_kind(columns) -> str:
         f"(needs {list(PUBLISHED_COLUMNS)}) or a per-op table with latency_ms")
 
 
-def serving_problem(df: pd.DataFrame, efficiency="calibrated") -> tuple[ServingProblem, pd.DataFrame]:
-    """Map, flag and tabulate measured serving rows; returns the problem and all skipped rows."""
-    deployments, skipped = map_rows(df)
+def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = True
+                    ) -> tuple[ServingProblem, pd.DataFrame]:
+    """Map, flag and tabulate serving rows; returns the problem and all skipped rows.
+
+    ``measured=False``: rows without measurements (estimates); nothing is flagged or de-duplicated.
+    """
+    deployments, skipped = map_rows(df, measured=measured)
     if len(deployments):
-        deployments["anomaly"] = flag_anomalies(deployments)
-        deployments, duplicates = drop_duplicates(deployments)
-        skipped = pd.concat([skipped, duplicates], ignore_index=True)
+        deployments["anomaly"] = flag_anomalies(deployments) if measured else ""
+        if measured:
+            deployments, duplicates = drop_duplicates(deployments)
+            skipped = pd.concat([skipped, duplicates], ignore_index=True)
         deployments = deployments.rename(columns={"model_key": "model"})
     else:
         deployments = deployments.assign(anomaly=pd.Series(dtype=object), mode=pd.Series(dtype=object))

@@ -1,0 +1,76 @@
+"""``perfmodel estimate``: closed-loop TTFT/TPOT/throughput with the validated engine calibration.
+
+Examples::
+
+    perfmodel estimate --model meta-llama/Llama-3.1-70B --hardware h200-sxm --engine vllm --tp 4 \\
+        --precision fp8 --concurrency 1,8,64 --isl 1024 --osl 1024
+    perfmodel estimate --model deepseek-ai/DeepSeek-R1 --hardware gb200 --engine trtllm --tp 8 --ep 8 \\
+        --precision fp4 --prefill-tp 4 --prefill-ep 4 --prefill-workers 2 --decode-workers 1 \\
+        --concurrency 64,512 --isl 8192 --osl 1024 --format json
+"""
+
+from __future__ import annotations
+
+from .output import add_format_arg, format_table, print_json
+from .predict_cmd import int_list
+
+#: Columns printed in the table view.
+TABLE_COLUMNS = ("concurrency", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
+                 "output_tokens_per_s_per_gpu")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "estimate", help="closed-loop serving estimate with the validated engine calibration",
+        description="Mean TTFT, TPOT, E2E and throughput of a deployment under C closed-loop clients, "
+                    "computed by the pipeline whose error against measured runs is published in "
+                    "docs/validation.md (same format defaults, steady state and fitted engine parameters). "
+                    "Aggregated by default; --prefill-workers makes it P/D-disaggregated.")
+    p.add_argument("--model", required=True, help="model id, HF repo id or config.json path")
+    p.add_argument("--hardware", required=True, help="accelerator id (h100-sxm, h200-sxm, b200, gb200, ...)")
+    p.add_argument("--engine", required=True, choices=("vllm", "sglang", "trtllm"), help="serving engine")
+    p.add_argument("--concurrency", type=int_list, required=True,
+                   help="closed-loop clients, comma-separated (per replica; whole system when disaggregated)")
+    p.add_argument("--isl", type=int, required=True, help="prompt tokens per request")
+    p.add_argument("--osl", type=int, required=True, help="output tokens per request")
+    p.add_argument("--tp", type=int, default=1, help="tensor parallelism of a (decode) replica (default 1)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--dp-attention", type=int, default=1, help="attention data parallelism (default 1)")
+    p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1)")
+    p.add_argument("--precision", default="",
+                   help="weights: fp8, fp4/nvfp4, int4_wo, bf16 (default: the checkpoint's own format)")
+    g = p.add_argument_group("P/D disaggregation")
+    g.add_argument("--prefill-workers", type=int, help="prefill replicas (makes the deployment disaggregated)")
+    g.add_argument("--decode-workers", type=int, default=1, help="decode replicas (default 1)")
+    g.add_argument("--prefill-tp", type=int, default=1)
+    g.add_argument("--prefill-dp-attention", type=int, default=1)
+    g.add_argument("--prefill-ep", type=int, default=1)
+    p.add_argument("--engines", default="calibrated",
+                   help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
+    p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
+    add_format_arg(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..validation.estimate import PrefillPool, estimate_serving
+
+    prefill = None
+    if args.prefill_workers is not None:
+        prefill = PrefillPool(tp=args.prefill_tp, attention_dp=args.prefill_dp_attention, ep=args.prefill_ep,
+                              workers=args.prefill_workers, decode_workers=args.decode_workers)
+    out = estimate_serving(args.model, args.hardware, args.engine, args.concurrency, args.isl, args.osl,
+                           tp=args.tp, pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
+                           precision=args.precision, prefill=prefill, engines=args.engines,
+                           efficiency=args.efficiency)
+    first = out.iloc[0]
+    meta = {"mode": first["mode"], "gpus": int(first["gpus"]), "weights": first["weights"],
+            "kv_cache": first["kv_cache"], "efficiency_profile": first["efficiency_profile"],
+            "engine_calibration": first["engine_calibration"],
+            "error": "see docs/validation.md (cross-validated error of this pipeline on measured runs)"}
+    if args.format == "json":
+        print_json({**meta, "points": out[list(TABLE_COLUMNS)].to_dict("records")})
+        return 0
+    print(", ".join(f"{k}: {v}" for k, v in meta.items()))
+    print(format_table(out[list(TABLE_COLUMNS)].to_dict("records")))
+    return 0

@@ -1,0 +1,74 @@
+"""Closed-loop estimates with the validated engine calibration (perfmodel.validation.estimate)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.errors import ConfigError
+from perfmodel.validation.data import shipped_path
+from perfmodel.validation.engines import load_profile
+from perfmodel.validation.estimate import PrefillPool, estimate_serving
+from perfmodel.validation.run import serving_problem
+
+
+def test_estimate_reproduces_the_validation_prediction_of_a_measured_row():
+    df = pd.read_csv(shipped_path("serving"))
+    row = df[df["id"] == "minimaxm2_5_h200_vllm_fp8_agg_1024x1024_c16_cfg606"]
+    problem, _ = serving_problem(row)
+    pred = problem.predictions(load_profile("calibrated")).iloc[0]
+    est = estimate_serving("MiniMaxAI/MiniMax-M2.5", "h200_sxm", "vllm", [16], 1024, 1024, tp=4,
+                           precision="fp8").iloc[0]
+    assert est["ttft_s"] == pytest.approx(pred["predicted_ttft_s"], rel=1e-9)
+    assert est["tpot_s"] == pytest.approx(pred["predicted_tpot_s"], rel=1e-9)
+
+
+def test_closed_loop_identities_and_calibration_effect():
+    kw = {"tp": 4, "precision": "fp8"}
+    cal = estimate_serving("llama-3.1-70b", "h200-sxm", "vllm", [1, 8, 64], 1024, 512, **kw)
+    pre = estimate_serving("llama-3.1-70b", "h200-sxm", "vllm", [1, 8, 64], 1024, 512, engines="preset", **kw)
+    for out in (cal, pre):
+        assert out["e2e_s"].to_numpy() == pytest.approx(out["ttft_s"] + 511 * out["tpot_s"])
+        assert (out["requests_per_s"] * out["e2e_s"]).to_numpy() == pytest.approx([1, 8, 64])
+        assert out["output_tokens_per_s_per_gpu"].to_numpy() == pytest.approx(out["output_tokens_per_s"] / 4)
+        assert np.all(np.diff(out["tpot_s"]) > 0)
+    # the fitted engine adds the request overhead outside the engine (≥ 1 ms by its bounds)
+    assert np.all(cal["ttft_s"] > pre["ttft_s"])
+    assert set(cal["engine_calibration"]) == {"calibrated"} and set(cal["mode"]) == {"agg"}
+
+
+def test_disaggregated_estimate():
+    out = estimate_serving("deepseek-ai/DeepSeek-R1", "gb200", "trtllm", [64, 512], 8192, 1024, tp=8, ep=8,
+                           precision="fp4", prefill=PrefillPool(tp=4, ep=4, workers=2, decode_workers=1))
+    assert set(out["mode"]) == {"disagg"} and set(out["gpus"]) == {8 + 2 * 4}
+    assert np.all(np.isfinite(out[["ttft_s", "tpot_s"]].to_numpy()))
+    assert out["ttft_s"].iloc[1] > out["ttft_s"].iloc[0] and out["tpot_s"].iloc[1] > out["tpot_s"].iloc[0]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"backend": "tgi"}, "backend"),
+    ({"concurrency": [0]}, "concurrency"),
+    ({"isl": 0}, "isl"),
+    ({"model": "lama-3.1-70b"}, "did you mean 'llama-3.1-70b'"),
+    ({"tp": 1, "precision": "bf16", "hardware": "h100-sxm"}, "do not fit"),
+])
+def test_estimate_errors(kwargs, match):
+    args = {"model": "llama-3.1-70b", "hardware": "h200-sxm", "backend": "vllm", "concurrency": [8],
+            "isl": 1024, "osl": 256, "tp": 4, "precision": "fp8"}
+    args.update(kwargs)
+    with pytest.raises(ConfigError, match=match):
+        estimate_serving(args.pop("model"), args.pop("hardware"), args.pop("backend"), args.pop("concurrency"),
+                         args.pop("isl"), args.pop("osl"), **args)
+
+
+def test_cli_json(capsys):
+    assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
+                 "--concurrency", "1,16", "--isl", "1024", "--osl", "256", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine_calibration"] == "calibrated" and out["mode"] == "agg" and len(out["points"]) == 2
+    assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
+                 "--concurrency", "4", "--isl", "1024", "--osl", "0"]) == 2
