@@ -315,7 +315,7 @@ def findings_text(d: dict) -> str:
    engine parameters are per engine and cannot fix a per-accelerator error.
 4. **Synchronised closed loops.** Measured TTFT grows about linearly with concurrency at fixed lengths
    while `steady_state` stays flat until a capacity binds: benchmark clients start together and fixed
-   ISL/OSL keep them in phase, so prompts arrive in waves. The wave term of `perfmodel/validation/bursts.py`
+   ISL/OSL keep them in phase, so prompts arrive in waves. The wave term of `perfmodel/serving/waves.py`
    weighted by the fitted synchronisation ({cal['trtllm']['sync_fraction']:.2f} TensorRT-LLM,
    {cal['vllm']['sync_fraction']:.2f} vLLM, {cal['sglang']['sync_fraction']:.2f} SGLang) moves the TTFT
    bias from {_pct(d['nosync_ttft']['bias_pct'])} to {_pct(d['train']['ttft']['bias_pct'])} and the median
@@ -375,7 +375,7 @@ METHOD = """\
 - **Prediction** (`predict.py`): `perfmodel.serving.steady_state` per row (closed loop at the replica's
   concurrency, fixed ISL/OSL, the engine preset's scheduler) on step times of `perfmodel.core.step.StepModel`,
   tabulated per row (`surrogate.py`, < 1 % from the exact model) so one call covers all rows of an engine.
-  The fitted request overhead and the synchronised-wave wait (`bursts.py`) are time a client spends
+  The fitted request overhead and the synchronised-wave wait (`perfmodel/serving/waves.py`) are time a client spends
   outside the decode batch: they enter the closed loop as think time and are added to the TTFT.
 - **Anomalies** (`anomalies.py`): rows below the datasheet roofline floor, above a 5× + 20 ms ceiling, or
   whose id contradicts the recorded layout are reported and excluded from fit and headline.

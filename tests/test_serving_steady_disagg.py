@@ -51,6 +51,15 @@ def test_attention_dp_schedulers_multiply_budgets():
         steady_state_disagg(s, s, 8, 1024, 256, decode_schedulers=0.5)
 
 
+def test_sync_fraction_in_the_prefill_pool():
+    s = ConstantStepModel(0.01)
+    # 16 clients per prefill replica, one 8192-token prompt per step: the wave waits (16 - 1)/2 steps
+    base = steady_state_disagg(s, s, 32, 8192, 101, prefill_replicas=2, prefill_engine=NO_OVERHEAD)
+    sync = steady_state_disagg(s, s, 32, 8192, 101, prefill_replicas=2, prefill_engine=NO_OVERHEAD,
+                               sync_fraction=1.0)
+    assert float(sync.ttft_s - base.ttft_s) == pytest.approx(7.5 * 0.01, rel=1e-6)
+
+
 def test_decode_pool_caps_bind():
     s = ConstantStepModel(0.01, kv_capacity_tokens=20_000)
     eng = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0)

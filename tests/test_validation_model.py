@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from perfmodel.serving import load_engine, steady_state
-from perfmodel.validation.bursts import wave_wait
+from perfmodel.serving.waves import wave_wait
 from perfmodel.validation.engines import load_profile, presets, profile_from_dict
 from perfmodel.validation.fit import folds
 from perfmodel.validation.metrics import add_errors, error_stats, pct_error, summarize

@@ -43,6 +43,7 @@ from ..errors import ConfigError
 from .engine import EngineProfile, load_engine
 from .protocol import resolve_step_model
 from .steady_state import SteadyState, prefix_step_time
+from .waves import wave_wait
 
 #: Fixed-point iterations of the prompts-per-step m at the solution (2 per outer iteration before).
 _BATCH_ITERATIONS = 12
@@ -71,7 +72,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
                         prefill_engine: EngineProfile | str = "vllm",
                         decode_engine: EngineProfile | str | None = None, kv_transfer_s: ArrayLike = 0.0,
                         think_time: ArrayLike = 0.0, iterations: int = 60, prefill_schedulers: ArrayLike = 1,
-                        decode_schedulers: ArrayLike = 1) -> SteadyState:
+                        decode_schedulers: ArrayLike = 1, sync_fraction: ArrayLike = 0.0) -> SteadyState:
     """Mean TTFT, TPOT and throughput of a P/D-disaggregated system at closed-loop concurrency C.
 
     Parameters
@@ -95,6 +96,9 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     prefill_schedulers, decode_schedulers : array_like
         Independent schedulers per replica (attention-DP ranks), each with its engine's token budget
         and sequence limit (see ``steady_state``).
+    sync_fraction : array_like
+        Weight s, 0 to 1, of the synchronised-wave wait (:mod:`perfmodel.serving.waves`) of the C/P
+        clients of one prefill replica: added to the think time and to the TTFT.
 
     Returns
     -------
@@ -105,12 +109,12 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     pm, dm = resolve_step_model(prefill_model), resolve_step_model(decode_model)
     pe = _engine(prefill_engine)
     de = _engine(decode_engine) if decode_engine is not None else pe
-    C, Isl, Osl, P, D, Tkv, Z, Sp, Sd = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
+    C, Isl, Osl, P, D, Tkv, Z, Sp, Sd, sync = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         concurrency, isl, osl, prefill_replicas, decode_replicas, kv_transfer_s, think_time, prefill_schedulers,
-        decode_schedulers)))
+        decode_schedulers, sync_fraction)))
     for name, v, low in (("concurrency", C, 0.0), ("prefill_replicas", P, 1.0), ("decode_replicas", D, 1.0),
                          ("kv_transfer_s", Tkv, 0.0), ("think_time", Z, 0.0), ("prefill_schedulers", Sp, 1.0),
-                         ("decode_schedulers", Sd, 1.0)):
+                         ("decode_schedulers", Sd, 1.0), ("sync_fraction", sync, 0.0)):
         if not np.all(v >= low):
             raise ConfigError(f"{name}: must be >= {low:g}, got {v[~(v >= low)].ravel()[0]!r}")
     Osl = np.maximum(Osl, 2.0)
@@ -119,7 +123,11 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     caps = {"max_num_seqs": float(de.max_num_seqs) * Sd,
             "kv_cache": np.asarray(dm.kv_capacity_tokens, dtype=float) * de.kv_capacity_fraction / per_seq_kv}
     n_cap = np.minimum(*caps.values())
+    if np.any(sync > 1):
+        raise ConfigError(f"sync_fraction: must be within [0, 1], got {sync[sync > 1].ravel()[0]!r}")
     B = float(pe.max_num_batched_tokens)
+    wave = sync * wave_wait(pm, C / P, Isl, B * Sp, pe.step_overhead) if np.any(sync > 0) else np.zeros_like(C)
+    Z = Z + wave   # waiting for its wave, a client is outside the decode pool
     m_max = np.maximum(np.floor(B / Isl), 1.0) * Sp
     x_prefill = P * m_max / prefill_batch_time(pm, pe, Isl, m_max)   # prefill pool capacity [1/s]
 
@@ -147,7 +155,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     n = np.maximum(n, 1e-6)
     tpot = tpot_of(n)
     X = D * n / ((Osl - 1) * tpot)
-    ttft = np.maximum(ttft_of(X), C / X - (Osl - 1) * tpot - Z)
+    ttft = np.maximum(ttft_of(X), C / X - (Osl - 1) * tpot - Z) + wave
     names = np.array(["clients", "max_num_seqs", "kv_cache", "prefill_pool"])
     n_at_prefill_cap = x_prefill * (Osl - 1) * tpot / D
     limits = np.stack([caps["max_num_seqs"], np.broadcast_to(caps["kv_cache"], C.shape), n_at_prefill_cap])

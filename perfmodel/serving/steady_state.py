@@ -39,7 +39,8 @@ C = X·(TTFT + (O − 1)·TPOT + Z), solved for n by damped fixed-point iteratio
 
 Assumption: arrivals are spread over the request cycle. Clients that all start at once with fixed
 lengths run in synchronised waves instead (every prompt of a wave arrives together), with a much
-higher TTFT; the simulator shows both (``Arrival.ramp_up``). Vectorised over ``concurrency`` (and
+higher TTFT; the simulator shows both (``Arrival.ramp_up``), and ``sync_fraction`` mixes in the
+wave wait of :mod:`perfmodel.serving.waves`. Vectorised over ``concurrency`` (and
 broadcast over ``isl`` / ``osl``). Measured agreement with the simulator: ``docs/serving.md``.
 """
 
@@ -54,6 +55,7 @@ from numpy.typing import ArrayLike
 from ..errors import ConfigError
 from .engine import EngineProfile, load_engine
 from .protocol import resolve_step_model
+from .waves import wave_wait
 from .workload import Workload
 
 
@@ -87,7 +89,8 @@ class SteadyState:
 
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
                  osl: ArrayLike | None = None, engine: EngineProfile | str = "vllm",
-                 think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1) -> SteadyState:
+                 think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1,
+                 sync_fraction: ArrayLike = 0.0) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -109,6 +112,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         Independent schedulers S in the replica (attention-DP ranks), each with the engine's token
         budget and sequence limit: the replica steps S·B tokens and holds S·``max_num_seqs``
         sequences, while one prompt's chunk stays within one rank's budget B.
+    sync_fraction : array_like
+        How synchronised the clients' arrivals are, 0 (spread out, the default) to 1 (every prompt
+        arrives with its wave of C): weight s of the wave wait W of :mod:`perfmodel.serving.waves`,
+        which is added to the think time and to the TTFT.
 
     Returns
     -------
@@ -120,16 +127,20 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         think_time = w.arrival.think_time
     model = resolve_step_model(step_model)
     eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
-    C, Isl, Osl, Z, S = np.broadcast_arrays(*(np.asarray(x, dtype=float)
-                                              for x in (concurrency, isl, osl, think_time, schedulers)))
+    C, Isl, Osl, Z, S, sync = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
+        concurrency, isl, osl, think_time, schedulers, sync_fraction)))
     if not np.all(S >= 1):
         raise ConfigError(f"schedulers: must be >= 1, got {schedulers!r}")
+    if not np.all((sync >= 0) & (sync <= 1)):
+        raise ConfigError(f"sync_fraction: must be within [0, 1], got {sync_fraction!r}")
     Osl = np.maximum(Osl, 2.0)
     if not np.all(Z >= 0):
         raise ConfigError(f"think_time: must be >= 0 s, got {think_time!r}")
     B_rank = float(eng.max_num_batched_tokens)
     B = B_rank * S
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
+    wave = sync * wave_wait(model, C, Isl, B, over_step) if np.any(sync > 0) else np.zeros_like(C)
+    Z = Z + wave   # waiting for its wave, a client is outside the engine's decode batch
     cbar = Isl + Osl / 2.0
     kv_cap = float(model.kv_capacity_tokens) * eng.kv_capacity_fraction
     per_seq_kv = (Isl + Osl) if eng.kv_admission == "reserve_full" else cbar
@@ -197,6 +208,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     names = np.array(["clients", *caps])
     which = np.stack([np.full_like(C, np.inf)] + [np.broadcast_to(v, C.shape) for v in caps.values()])
     bound = np.where(n >= 0.999 * n_cap, np.argmin(which[1:], axis=0) + 1, 0)
+    ttft = ttft + wave
     return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, throughput_rps=X,
                        throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
 

@@ -7,7 +7,7 @@
 Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> deployments),
 :mod:`~perfmodel.validation.models` (model specs of measured rows), :mod:`~perfmodel.validation.anomalies`
 (physics flags), :mod:`~perfmodel.validation.surrogate` (tabulated step times),
-:mod:`~perfmodel.validation.predict` (closed-loop predictions), :mod:`~perfmodel.validation.bursts`
+:mod:`~perfmodel.validation.predict` (closed-loop predictions), :mod:`~perfmodel.serving.waves`
 (synchronised arrival waves), :mod:`~perfmodel.validation.metrics` (errors),
 :mod:`~perfmodel.validation.engines` (engine parameters and profile files), :mod:`~perfmodel.validation.fit`
 (fit and cross-validation), :mod:`~perfmodel.validation.calibrate` (calibration end to end),

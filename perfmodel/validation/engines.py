@@ -24,7 +24,7 @@ the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`
 ``sync_fraction`` [-]
     how synchronised the closed loop's arrivals are, 0 (spread over the decode steps, the steady
     state) to 1 (every request arrives with its wave): weight of the wave prefill wait of
-    :mod:`perfmodel.validation.bursts` added to the TTFT.
+    :mod:`perfmodel.serving.waves` added to the TTFT.
 
 Held at :data:`FIXED` (still stored, and usable by hand): ``step_overhead`` [s] and
 ``seq_overhead`` [s/seq] — the engine profile's host time per step and per sequence — and

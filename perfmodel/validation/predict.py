@@ -22,7 +22,6 @@ import pandas as pd
 
 from ..errors import PerfmodelError
 from ..serving import EngineProfile, steady_state
-from .bursts import wave_wait
 from .engines import EngineCalibration, presets
 from .predict_disagg import DisaggBatch, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
@@ -164,7 +163,7 @@ class ServingProblem:
         calibrations : mapping, optional
             Engine-level parameters per backend (default: the uncalibrated presets); the request
             overhead enters the closed loop as think time and is added to the TTFT, as is the
-            synchronised-wave wait (:mod:`perfmodel.validation.bursts`) weighted by ``sync_fraction``.
+            synchronised-wave wait (:mod:`perfmodel.serving.waves`) weighted by ``sync_fraction``.
         backends : iterable of str, optional
             Evaluate only these backends (other rows are NaN).
         """
@@ -184,14 +183,10 @@ class ServingProblem:
             for b in batches:
                 tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
                                            cal.prefill_kernel_scale, cal.small_m_tactic)
-                extra = cal.request_overhead
-                if cal.sync_fraction > 0:
-                    extra = extra + cal.sync_fraction * wave_wait(
-                        tables, b.concurrency, b.isl, engine.max_num_batched_tokens * b.schedulers,
-                        engine.step_overhead)
-                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine, think_time=extra,
-                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers)
-                ttft[b.positions] = res.ttft_s + extra
+                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
+                                   think_time=cal.request_overhead, iterations=STEADY_STATE_ITERATIONS,
+                                   schedulers=b.schedulers, sync_fraction=cal.sync_fraction)
+                ttft[b.positions] = res.ttft_s + cal.request_overhead
                 tpot[b.positions] = res.tpot_s
         return ttft, tpot
 

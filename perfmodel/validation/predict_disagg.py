@@ -22,7 +22,6 @@ import pandas as pd
 from ..errors import PerfmodelError
 from ..hardware import load_link
 from ..serving import steady_state_disagg
-from .bursts import wave_wait
 from .engines import EngineCalibration
 from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
@@ -63,17 +62,13 @@ class DisaggBatch(RowBatch):
         engine = cal.engine()
         adjust = (cal.layer_overhead, cal.decode_kernel_scale, cal.prefill_kernel_scale, cal.small_m_tactic)
         prefill, decode = self.prefill.adjusted(*adjust), self.decode.adjusted(*adjust)
-        extra = cal.request_overhead
-        if cal.sync_fraction > 0:
-            extra = extra + cal.sync_fraction * wave_wait(
-                prefill, self.clients / self.prefill_replicas, self.isl,
-                engine.max_num_batched_tokens * self.prefill_schedulers, engine.step_overhead)
         res = steady_state_disagg(prefill, decode, self.clients, self.isl, self.osl,
                                   prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
-                                  prefill_engine=engine, kv_transfer_s=self.kv_transfer_s, think_time=extra,
-                                  iterations=iterations, prefill_schedulers=self.prefill_schedulers,
-                                  decode_schedulers=self.decode_schedulers)
-        return res.ttft_s + extra, res.tpot_s
+                                  prefill_engine=engine, kv_transfer_s=self.kv_transfer_s,
+                                  think_time=cal.request_overhead, iterations=iterations,
+                                  prefill_schedulers=self.prefill_schedulers,
+                                  decode_schedulers=self.decode_schedulers, sync_fraction=cal.sync_fraction)
+        return res.ttft_s + cal.request_overhead, res.tpot_s
 
 
 def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict

@@ -17,8 +17,11 @@ prompts, plus the engine's step overhead). A fitted *synchronisation* s ∈ [0, 
 two regimes: :math:`\\mathrm{TTFT} = \\mathrm{TTFT}_{steady} + s\\,W` (0 = arrivals fully spread out,
 1 = every request arrives with its whole wave).
 
-This is a correction on top of the serving model, kept here until :mod:`perfmodel.serving` models
-synchronised closed loops itself (proposal in ``docs/validation.md``).
+:func:`perfmodel.serving.steady_state` and :func:`perfmodel.serving.steady_state_disagg` take s as
+``sync_fraction``: the wait is time the client spends outside the decode batch, so it enters their
+closed loop as think time and is added to the TTFT. The validation fits s per engine
+(:mod:`perfmodel.validation.engines`); the simulator reproduces waves directly when clients start
+together (``Arrival.ramp_up`` = 0).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def wave_wait(tables, concurrency, isl, budget: float, step_overhead: float) -> 
     Parameters
     ----------
     tables : StepModelLike
-        Step model answering ``step_time`` for the rows (a :class:`RowTables`).
+        Step model answering ``step_time`` (prefill-only steps are asked for).
     concurrency, isl : ndarray
         Clients C and prompt tokens I per row.
     budget : float
