@@ -42,3 +42,10 @@ def test_device_benchmark_script_runs_on_cpu(tmp_path):
     assert out.returncode == 0, out.stderr
     header = (tmp_path / "gemm.csv").read_text().splitlines()[0].split(",")
     assert {"system", "backend", "backend_version", "kernel_source", "dtype", "m", "n", "k", "latency_ms"} <= set(header)
+
+
+def test_steady_state_benchmark_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_steady_state.py"), "--points", "20",
+                          "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "steady_state_disagg, 20 concurrencies" in out.stdout and "estimate_serving" in out.stdout
