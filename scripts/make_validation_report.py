@@ -300,7 +300,8 @@ def findings_text(d: dict) -> str:
    autotune their FP4 GEMMs per M bucket, so the engine parameter `small_m_tactic` moves the step time
    towards the profile's variant without the penalty (`perfmodel.core.efficiency.small_m_variant`); it fits
    at {cal['trtllm']['small_m_tactic']:.2f} (TensorRT-LLM), {cal['vllm']['small_m_tactic']:.2f} (vLLM) and
-   {cal['sglang']['small_m_tactic']:.2f} (SGLang). Held out, those {d['fp4_rows']} rows are now
+   {cal['sglang']['small_m_tactic']:.2f} (SGLang) — at or near its upper bound, so it acts as a switch
+   (the variant is the physical end of the range: no small-M compute penalty at all). Held out, those {d['fp4_rows']} rows are now
    {_pct(d['fp4_bias'])} off in TPOT: even without the small-M penalty served FP4 decode is faster than the
    table's memory efficiency and fixed costs give. Without the parameter the training error is TPOT
    {d['nosmallm_tpot']['median_abs_pct_error']:.1f} / {d['nosmallm_tpot']['p90_abs_pct_error']:.1f} %.

@@ -64,8 +64,7 @@ def test_sync_fraction_adds_the_wave_wait_as_think_time():
     from perfmodel.serving.waves import wave_wait
 
     eng = load_engine("vllm")
-    w = float(wave_wait(H100_8B, np.array([32.0]), np.array([1024.0]), eng.max_num_batched_tokens,
-                        eng.step_overhead)[0])
+    w = float(wave_wait(H100_8B, 32.0, 1024.0, eng))
     synced = steady_state(H100_8B, 32, 1024, 256, sync_fraction=1.0)
     thinking = steady_state(H100_8B, 32, 1024, 256, think_time=w)
     assert float(synced.ttft_s) == pytest.approx(float(thinking.ttft_s + w))

@@ -64,7 +64,7 @@ def test_decode_pool_caps_bind():
     s = ConstantStepModel(0.01, kv_capacity_tokens=20_000)
     eng = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0)
     r = steady_state_disagg(s, s, 500, 1000, 1001, prefill_engine=eng, decode_replicas=2)
-    # on-demand KV: I + O/2 = 1500.5 tokens per sequence, 90 % of the pool usable
+    # on-demand KV: I + O/2 = 1500.5 tokens per sequence, the engine's usable fraction of the pool
     assert float(r.n_decode) == pytest.approx(20_000 * eng.kv_capacity_fraction / 1500.5, rel=1e-3)
     assert str(r.limited_by) == "kv_cache"
 
@@ -115,3 +115,16 @@ def test_prefill_bound_throughput_near_the_simulator(case):
     assert str(ss.limited_by) == "prefill_pool"
     assert float(ss.throughput_rps) == pytest.approx(s["throughput_rps"], rel=0.2)
     assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.1)
+
+
+def test_prefill_batch_time_charges_the_last_chunk_for_its_own_tokens():
+    from perfmodel.serving.prefill import prefill_batch_time
+    from perfmodel.serving.stand_in import LinearStepModel
+
+    lin = LinearStepModel(base=0.005, per_token=2e-5, per_attention=0.0)
+    eng = NO_OVERHEAD   # budget 8192
+    # one token past the budget: a full 8192-token step and a 1-token step, not two full steps
+    assert float(prefill_batch_time(lin, eng, 8193.0, 1.0)) == pytest.approx(2 * 0.005 + 8193 * 2e-5)
+    assert float(prefill_batch_time(lin, eng, 1000.0, 4.0)) == pytest.approx(0.005 + 4000 * 2e-5)
+    # two prompts of 10000 tokens side by side: steps of 2 x 8192 and 2 x 1808 tokens
+    assert float(prefill_batch_time(lin, eng, 10000.0, 2.0)) == pytest.approx(2 * 0.005 + 20000 * 2e-5)

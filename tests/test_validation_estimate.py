@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.errors import ConfigError
+from perfmodel.errors import PerfmodelError
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.engines import load_profile
 from perfmodel.validation.estimate import PrefillPool, estimate_serving
@@ -55,14 +55,34 @@ def test_disaggregated_estimate():
     ({"isl": 0}, "isl"),
     ({"model": "lama-3.1-70b"}, "did you mean 'llama-3.1-70b'"),
     ({"tp": 1, "precision": "bf16", "hardware": "h100-sxm"}, "do not fit"),
+    ({"hardware": "h300-sxm"}, "unknown hardware 'h300-sxm'; did you mean"),
+    ({"ep": 4}, "dense"),
+    ({"attention_dp": 4, "concurrency": [2]}, "concurrency: expected values >= 4"),
+    ({"osl": 1}, "osl: expected an integer >= 2"),
+    ({"isl": 200_000}, "exceeds llama-3.1-70b's context"),
+    ({"prefill": PrefillPool(workers=0)}, "prefill.workers"),
+    ({"engines": "/nonexistent/engines.yaml"}, "file not found"),
 ])
 def test_estimate_errors(kwargs, match):
     args = {"model": "llama-3.1-70b", "hardware": "h200-sxm", "backend": "vllm", "concurrency": [8],
             "isl": 1024, "osl": 256, "tp": 4, "precision": "fp8"}
     args.update(kwargs)
-    with pytest.raises(ConfigError, match=match):
+    with pytest.raises(PerfmodelError, match=match):
         estimate_serving(args.pop("model"), args.pop("hardware"), args.pop("backend"), args.pop("concurrency"),
                          args.pop("isl"), args.pop("osl"), **args)
+
+
+def test_engine_profile_values_are_checked_against_their_bounds(tmp_path):
+    bad = tmp_path / "engines.yaml"
+    bad.write_text("kind: engine_calibration\nengines:\n  vllm:\n    small_m_tactic: 1.5\n")
+    with pytest.raises(PerfmodelError, match=r"engines.vllm.small_m_tactic: must be a number within \[0, 1\]"):
+        estimate_serving("llama-3.1-8b", "h100-sxm", "vllm", [8], 1024, 256, engines=str(bad))
+
+
+def test_estimate_reports_what_binds():
+    out = estimate_serving("llama-3.1-70b", "h100-sxm", "vllm", [8, 2048], 1024, 8192, tp=4, precision="fp8")
+    assert out["limited_by"].tolist() == ["clients", "kv_cache"]
+    assert out["n_decode"].iloc[0] == pytest.approx(8, rel=0.05) and out["n_decode"].iloc[1] < 2048
 
 
 def test_cli_json(capsys):
@@ -72,3 +92,7 @@ def test_cli_json(capsys):
     assert out["engine_calibration"] == "calibrated" and out["mode"] == "agg" and len(out["points"]) == 2
     assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
                  "--concurrency", "4", "--isl", "1024", "--osl", "0"]) == 2
+    # pool options without --prefill-workers would be silently ignored: refused
+    assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
+                 "--concurrency", "4", "--isl", "1024", "--osl", "64", "--decode-workers", "2"]) == 2
+    assert "--decode-workers: P/D pool options need --prefill-workers" in capsys.readouterr().err

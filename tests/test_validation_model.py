@@ -105,8 +105,13 @@ def test_wave_wait_by_hand():
             return np.full(np.shape(p), 0.1)
 
     # 8 prompts of 1024 tokens, budget 2048: 2 per step, 4 steps; mean wait (4 - 1)/2 steps of 0.1 + 0.01 s
-    w = wave_wait(Flat(), np.array([8.0, 1.0]), np.array([1024.0, 1024.0]), 2048, 0.01)
+    eng = load_engine("vllm", max_num_batched_tokens=2048, step_overhead=0.01, seq_overhead=0.0)
+    w = wave_wait(Flat(), np.array([8.0, 1.0]), np.array([1024.0, 1024.0]), eng)
     assert w.tolist() == pytest.approx([1.5 * 0.11, 0.0])
+    # two attention-DP schedulers prefill 4 prompts per step: (2 - 1)/2 steps
+    assert wave_wait(Flat(), 8.0, 1024.0, eng, schedulers=2) == pytest.approx(0.5 * 0.11)
+    # a 5000-token prompt in 3 chunk steps of <= 2048 tokens, one prompt per step, 3 prompts
+    assert wave_wait(Flat(), 3.0, 5000.0, eng) == pytest.approx(1.0 * 3 * 0.11)
 
 
 def test_engine_profile_round_trip_and_errors():

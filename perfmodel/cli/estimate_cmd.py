@@ -11,12 +11,15 @@ Examples::
 
 from __future__ import annotations
 
+from ..errors import ConfigError
 from .output import add_format_arg, format_table, print_json
 from .predict_cmd import int_list
 
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("concurrency", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
-                 "output_tokens_per_s_per_gpu")
+                 "output_tokens_per_s_per_gpu", "n_decode", "limited_by")
+#: P/D pool options and their defaults (given without --prefill-workers they are an error).
+POOL_OPTIONS = {"decode_workers": 1, "prefill_tp": 1, "prefill_dp_attention": 1, "prefill_ep": 1}
 
 
 def register(sub) -> None:
@@ -35,16 +38,18 @@ def register(sub) -> None:
     p.add_argument("--osl", type=int, required=True, help="output tokens per request")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism of a (decode) replica (default 1)")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
-    p.add_argument("--dp-attention", type=int, default=1, help="attention data parallelism (default 1)")
+    p.add_argument("--dp-attention", type=int, default=1,
+                   help="attention data-parallel ranks (default 1); a replica spans tp x dp-attention x pp GPUs, "
+                        "so TensorRT-LLM's 'TP 8 with attention DP' is --tp 1 --dp-attention 8 --ep 8")
     p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1)")
     p.add_argument("--precision", default="",
                    help="weights: fp8, fp4/nvfp4, int4_wo, bf16 (default: the checkpoint's own format)")
     g = p.add_argument_group("P/D disaggregation")
     g.add_argument("--prefill-workers", type=int, help="prefill replicas (makes the deployment disaggregated)")
-    g.add_argument("--decode-workers", type=int, default=1, help="decode replicas (default 1)")
-    g.add_argument("--prefill-tp", type=int, default=1)
-    g.add_argument("--prefill-dp-attention", type=int, default=1)
-    g.add_argument("--prefill-ep", type=int, default=1)
+    g.add_argument("--decode-workers", type=int, help="decode replicas (default 1)")
+    g.add_argument("--prefill-tp", type=int, help="tensor parallelism of a prefill replica (default 1)")
+    g.add_argument("--prefill-dp-attention", type=int, help="attention DP ranks of a prefill replica (default 1)")
+    g.add_argument("--prefill-ep", type=int, help="expert parallelism of a prefill replica (default 1)")
     p.add_argument("--engines", default="calibrated",
                    help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
     p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
@@ -55,10 +60,16 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..validation.estimate import PrefillPool, estimate_serving
 
+    given = {k: getattr(args, k) for k in POOL_OPTIONS if getattr(args, k) is not None}
     prefill = None
     if args.prefill_workers is not None:
-        prefill = PrefillPool(tp=args.prefill_tp, attention_dp=args.prefill_dp_attention, ep=args.prefill_ep,
-                              workers=args.prefill_workers, decode_workers=args.decode_workers)
+        pool = {**POOL_OPTIONS, **given}
+        prefill = PrefillPool(tp=pool["prefill_tp"], attention_dp=pool["prefill_dp_attention"],
+                              ep=pool["prefill_ep"], workers=args.prefill_workers,
+                              decode_workers=pool["decode_workers"])
+    elif given:
+        raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: P/D pool options need "
+                          f"--prefill-workers (the deployment is aggregated without it)")
     out = estimate_serving(args.model, args.hardware, args.engine, args.concurrency, args.isl, args.osl,
                            tp=args.tp, pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
                            precision=args.precision, prefill=prefill, engines=args.engines,

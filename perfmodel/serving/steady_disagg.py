@@ -41,8 +41,9 @@ from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
 from .engine import EngineProfile, load_engine
+from .prefill import prefill_batch_time
 from .protocol import resolve_step_model
-from .steady_state import SteadyState, prefix_step_time
+from .steady_state import SteadyState
 from .waves import wave_wait
 
 #: Fixed-point iterations of the prompts-per-step m at the solution (2 per outer iteration before).
@@ -51,20 +52,6 @@ _BATCH_ITERATIONS = 12
 
 def _engine(e: EngineProfile | str) -> EngineProfile:
     return e if isinstance(e, EngineProfile) else load_engine(e)
-
-
-def prefill_batch_time(model: Any, eng: EngineProfile, isl: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Time to prefill m prompts of ``isl`` tokens side by side (k chunk steps if I > B) [s].
-
-    B is one scheduler's budget: a prompt longer than B is chunked even when several schedulers
-    (attention-DP ranks) share the step.
-    """
-    B = float(eng.max_num_batched_tokens)
-    k = np.ceil(isl / B)
-    chunk = np.where(k > 1, m * np.minimum(isl, B), m * isl)   # m prompts (or their chunks) side by side
-    q = np.where(k > 1, np.maximum(isl - B, 0.0) / 2.0 - (m - 1.0) * B / 2.0, -(m - 1.0) * isl / 2.0)
-    per_step = prefix_step_time(model, 0.0, 0.0, chunk, q) + eng.step_overhead + eng.seq_overhead * m
-    return k * per_step
 
 
 def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: ArrayLike, isl: ArrayLike,
@@ -112,21 +99,26 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     C, Isl, Osl, P, D, Tkv, Z, Sp, Sd, sync = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         concurrency, isl, osl, prefill_replicas, decode_replicas, kv_transfer_s, think_time, prefill_schedulers,
         decode_schedulers, sync_fraction)))
-    for name, v, low in (("concurrency", C, 0.0), ("prefill_replicas", P, 1.0), ("decode_replicas", D, 1.0),
-                         ("kv_transfer_s", Tkv, 0.0), ("think_time", Z, 0.0), ("prefill_schedulers", Sp, 1.0),
-                         ("decode_schedulers", Sd, 1.0), ("sync_fraction", sync, 0.0)):
-        if not np.all(v >= low):
-            raise ConfigError(f"{name}: must be >= {low:g}, got {v[~(v >= low)].ravel()[0]!r}")
+    for name, v, low in (("concurrency", C, 0.0), ("isl", Isl, 1.0), ("osl", Osl, 1.0),
+                         ("prefill_replicas", P, 1.0), ("decode_replicas", D, 1.0), ("kv_transfer_s", Tkv, 0.0),
+                         ("think_time", Z, 0.0), ("prefill_schedulers", Sp, 1.0), ("decode_schedulers", Sd, 1.0),
+                         ("sync_fraction", sync, 0.0)):
+        bad = ~(np.isfinite(v) & (v >= low))
+        if name.endswith(("_replicas", "_schedulers")):
+            bad |= v != np.round(v)
+        if np.any(bad):
+            allowed = "an integer" if name.endswith(("_replicas", "_schedulers")) else "a number"
+            raise ConfigError(f"{name}: must be {allowed} >= {low:g}, got {float(v[bad].ravel()[0])!r}")
+    if np.any(sync > 1):
+        raise ConfigError(f"sync_fraction: must be within [0, 1], got {float(sync[sync > 1].ravel()[0])!r}")
     Osl = np.maximum(Osl, 2.0)
     cbar = Isl + Osl / 2.0
     per_seq_kv = (Isl + Osl) if de.kv_admission == "reserve_full" else cbar
     caps = {"max_num_seqs": float(de.max_num_seqs) * Sd,
             "kv_cache": np.asarray(dm.kv_capacity_tokens, dtype=float) * de.kv_capacity_fraction / per_seq_kv}
     n_cap = np.minimum(*caps.values())
-    if np.any(sync > 1):
-        raise ConfigError(f"sync_fraction: must be within [0, 1], got {sync[sync > 1].ravel()[0]!r}")
     B = float(pe.max_num_batched_tokens)
-    wave = sync * wave_wait(pm, C / P, Isl, B * Sp, pe.step_overhead) if np.any(sync > 0) else np.zeros_like(C)
+    wave = sync * wave_wait(pm, C / P, Isl, pe, Sp) if np.any(sync > 0) else np.zeros_like(C)
     Z = Z + wave   # waiting for its wave, a client is outside the decode pool
     m_max = np.maximum(np.floor(B / Isl), 1.0) * Sp
     x_prefill = P * m_max / prefill_batch_time(pm, pe, Isl, m_max)   # prefill pool capacity [1/s]

@@ -54,6 +54,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
 from .engine import EngineProfile, load_engine
+from .prefill import prefill_batch_time, prefix_step_time
 from .protocol import resolve_step_model
 from .waves import wave_wait
 from .workload import Workload
@@ -139,10 +140,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     B_rank = float(eng.max_num_batched_tokens)
     B = B_rank * S
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
-    wave = sync * wave_wait(model, C, Isl, B, over_step) if np.any(sync > 0) else np.zeros_like(C)
+    wave = sync * wave_wait(model, C, Isl, eng, S) if np.any(sync > 0) else np.zeros_like(C)
     Z = Z + wave   # waiting for its wave, a client is outside the engine's decode batch
     cbar = Isl + Osl / 2.0
-    kv_cap = float(model.kv_capacity_tokens) * eng.kv_capacity_fraction
+    kv_cap = np.asarray(model.kv_capacity_tokens, dtype=float) * eng.kv_capacity_fraction
     per_seq_kv = (Isl + Osl) if eng.kv_admission == "reserve_full" else cbar
     caps = {
         "max_num_seqs": float(eng.max_num_seqs) * S,
@@ -167,10 +168,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             tpot = t_dec + nu * t_pre
             # the prompt shares its prefill step with those that arrived in the same decode step
             m = np.minimum(1.0 + lam, np.maximum(B / Isl, 1.0))
-            Pm = np.where(k > 1, np.minimum(Isl, B_rank), m * Isl)
-            qm = np.where(k > 1, np.maximum(Isl - B_rank, 0) / 2, -(m - 1) * Isl / 2)
-            t_first = prefix_step_time(model, 0.0, 0.0, Pm, qm) + over_step + over_seq * np.where(k > 1, 1.0, m)
-            service = k * t_first
+            service = prefill_batch_time(model, eng, Isl, np.where(k > 1, 1.0, m))
             t_wait = t_dec
         else:
             b = np.maximum(B - n, 1.0)
@@ -211,12 +209,3 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     ttft = ttft + wave
     return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, throughput_rps=X,
                        throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
-
-
-def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
-    q = np.asarray(q, dtype=float)
-    t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
-    t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
-    tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
-    return np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))

@@ -7,13 +7,15 @@ of :func:`perfmodel.serving.steady_state` assumes. In the public measurements TT
 with C at fixed lengths while the steady state stays flat until a capacity binds (see
 ``docs/validation.md``).
 
-A wave of C prompts is prefilled m = max(1, ⌊B/I⌋) at a time (B the step token budget), so the
-c-th request waits for ⌈c/m⌉ − 1 earlier prefill steps; averaged over the wave
+A wave of C prompts is prefilled m = S·max(1, ⌊B/I⌋) at a time (B one scheduler's token budget, S
+attention-DP schedulers), so the c-th request waits for ⌈c/m⌉ − 1 earlier prefill batches; averaged
+over the wave
 
-.. math:: W = \\frac{\\lceil C/m \\rceil - 1}{2}\\; T_{pre}(m I)
+.. math:: W = \\frac{\\lceil C/m \\rceil - 1}{2}\\; T_{pre}(m, I)
 
-with :math:`T_{pre}(P)` the step time of a prefill-only step of P tokens (chunked at B for long
-prompts, plus the engine's step overhead). A fitted *synchronisation* s ∈ [0, 1] per engine mixes the
+with :math:`T_{pre}(m, I)` the time to prefill m prompts side by side
+(:func:`perfmodel.serving.prefill.prefill_batch_time`: chunked at B for long prompts, engine overheads
+included). A fitted *synchronisation* s ∈ [0, 1] per engine mixes the
 two regimes: :math:`\\mathrm{TTFT} = \\mathrm{TTFT}_{steady} + s\\,W` (0 = arrivals fully spread out,
 1 = every request arrives with its whole wave).
 
@@ -28,28 +30,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from .engine import EngineProfile
+from .prefill import prefill_batch_time
 
-def wave_wait(tables, concurrency, isl, budget: float, step_overhead: float) -> np.ndarray:
+
+def wave_wait(model, concurrency, isl, engine: EngineProfile, schedulers=1.0) -> np.ndarray:
     """Mean extra prefill wait W of a synchronised wave of C requests [s] (see module docstring).
 
     Parameters
     ----------
-    tables : StepModelLike
+    model : StepModelLike
         Step model answering ``step_time`` (prefill-only steps are asked for).
-    concurrency, isl : ndarray
-        Clients C and prompt tokens I per row.
-    budget : float
-        Token budget B of one step [tokens].
-    step_overhead : float
-        Engine time added to every step [s].
+    concurrency, isl : array_like
+        Clients C and prompt tokens I.
+    engine : EngineProfile
+        Token budget B of one scheduler and the per-step and per-sequence overheads.
+    schedulers : array_like
+        Schedulers S of the replica (attention-DP ranks): m = S·max(1, ⌊B/I⌋) prompts per step, each
+        chunked within one rank's budget.
     """
     c = np.asarray(concurrency, dtype=float)
     i = np.asarray(isl, dtype=float)
-    per_step = np.maximum(np.floor(budget / i), 1.0)
-    tokens = np.minimum(per_step * i, np.maximum(budget, i))
-    chunks = np.ceil(tokens / budget)
-    chunk = tokens / chunks
-    zero = np.zeros_like(c)
-    t_step = chunks * (np.asarray(tables.step_time(zero, zero, chunk, (tokens - chunk) / 2.0), dtype=float)
-                       + step_overhead)
-    return (np.ceil(c / per_step) - 1.0) / 2.0 * t_step
+    m = np.maximum(np.floor(float(engine.max_num_batched_tokens) / i), 1.0) * np.asarray(schedulers, dtype=float)
+    return (np.ceil(c / m) - 1.0) / 2.0 * prefill_batch_time(model, engine, i, m)

@@ -143,7 +143,19 @@ def profile_from_dict(data: dict, origin: str) -> dict[str, EngineCalibration]:
     for backend, entry in (data.get("engines") or {}).items():
         if backend not in ENGINE_OF_BACKEND:
             raise unknown_name(f"{origin}: backend", backend, list(ENGINE_OF_BACKEND))
-        params = {k: float(entry[k]) for k in PARAMETERS if k in entry}
+        params = {}
+        for k in PARAMETERS:
+            if k not in entry:
+                continue
+            lo, hi, _ = PARAMETERS[k]
+            try:
+                v = float(entry[k])
+            except (TypeError, ValueError):
+                v = float("nan")
+            if not lo <= v <= hi:
+                raise SpecError(f"{origin}: engines.{backend}.{k}: must be a number within [{lo:g}, {hi:g}], "
+                                f"got {entry[k]!r}")
+            params[k] = v
         extra = set(entry) - set(PARAMETERS) - {"fit"}
         if extra:
             raise SpecError(f"{origin}: engines.{backend}: unknown field(s) {sorted(extra)}; allowed: "
@@ -163,6 +175,8 @@ def load_profile(name_or_path: str = "calibrated") -> dict[str, EngineCalibratio
         return presets()
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")):
+        if not Path(text).is_file():
+            raise SpecError(f"engine calibration profile: file not found: {text}")
         data, origin = yaml.safe_load(Path(text).read_text(encoding="utf-8")), text
     else:
         if text not in list_profiles():

@@ -20,10 +20,19 @@ import numpy as np
 import pandas as pd
 
 from ..core.efficiency import profile_for
-from ..errors import ConfigError
+from ..errors import ConfigError, unknown_name
+from ..hardware import list_hardware
 from .engines import ENGINE_OF_BACKEND, load_profile
-from .rows import hardware_id
+from .models import UnsupportedModel, resolve_model
+from .rows import SYSTEMS, hardware_id
 from .run import serving_problem
+
+
+def _model_spec(model: str):
+    try:
+        return resolve_model(model)
+    except UnsupportedModel as exc:
+        raise ConfigError(f"model: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,9 @@ def estimate_serving(model: str, hardware: str, backend: str, concurrency, isl: 
     isl, osl : int
         Prompt and output tokens per request.
     tp, pp, attention_dp, ep : int
-        Layout of one replica (the decode replica when ``prefill`` is given).
+        Layout of one replica (the decode replica when ``prefill`` is given); it spans
+        tp × attention_dp × pp GPUs (TensorRT-LLM's "TP 8 with attention DP" is tp=1,
+        attention_dp=8, ep=8 here).
     precision : str
         Weight format: ``fp8``, ``nvfp4``, ``int4_wo``, ``bf16`` or '' (the checkpoint's own); the
         activation and KV-cache formats follow the validation's defaults (``perfmodel.validation.rows``).
@@ -114,7 +125,10 @@ def estimate_serving(model: str, hardware: str, backend: str, concurrency, isl: 
     pandas.DataFrame
         One row per concurrency: ``ttft_s``, ``tpot_s``, ``e2e_s``, ``requests_per_s`` and
         ``output_tokens_per_s`` (per replica, or whole system when disaggregated),
-        ``output_tokens_per_s_per_gpu``, plus the formats and the profiles used.
+        ``output_tokens_per_s_per_gpu``, ``n_decode`` (mean decoding sequences per (decode) replica),
+        ``limited_by`` (what caps the decode batch: ``clients``, ``max_num_seqs``, ``kv_cache``,
+        ``prefill_budget`` or ``prefill_pool``; anything but ``clients`` means the extra clients
+        queue, in the TTFT), plus the formats and the profiles used.
 
     Raises
     ------
@@ -124,12 +138,28 @@ def estimate_serving(model: str, hardware: str, backend: str, concurrency, isl: 
     """
     if backend not in ENGINE_OF_BACKEND:
         raise ConfigError(f"backend: expected one of {sorted(ENGINE_OF_BACKEND)}, got {backend!r}")
+    if hardware_id(hardware) is None:
+        raise unknown_name("hardware", hardware, sorted({*SYSTEMS, *(h.id for h in list_hardware("accelerator"))}))
+    spec = _model_spec(model)
+    for name, v, low in (("isl", isl, 1), ("osl", osl, 2)):
+        if not (isinstance(v, (int, np.integer)) and v >= low):
+            raise ConfigError(f"{name}: expected an integer >= {low}, got {v!r}")
+    if spec.max_position_embeddings and isl + osl > spec.max_position_embeddings:
+        raise ConfigError(f"isl + osl = {isl + osl} exceeds {spec.id}'s context of "
+                          f"{spec.max_position_embeddings} tokens")
+    pools = [("", ep)] if prefill is None else [("", ep), ("prefill.", prefill.ep)]
+    for prefix, e in pools:
+        if e != 1 and spec.moe is None:
+            raise ConfigError(f"{prefix}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
+    clients_per_rank = attention_dp * (1 if prefill is None else prefill.decode_workers)
+    if prefill is not None:
+        for name, v in (("prefill.workers", prefill.workers), ("prefill.decode_workers", prefill.decode_workers)):
+            if not (isinstance(v, (int, np.integer)) and v >= 1):
+                raise ConfigError(f"{name}: expected an integer >= 1, got {v!r}")
     conc = np.atleast_1d(np.asarray(concurrency, dtype=float))
-    if conc.size == 0 or not np.all(conc >= 1):
-        raise ConfigError(f"concurrency: expected one or more values >= 1, got {conc.tolist()}")
-    for name, v in (("isl", isl), ("osl", osl)):
-        if not (isinstance(v, (int, np.integer)) and v >= 1):
-            raise ConfigError(f"{name}: expected an integer >= 1, got {v!r}")
+    if conc.size == 0 or not np.all(conc >= clients_per_rank):
+        raise ConfigError(f"concurrency: expected values >= {clients_per_rank} (one client per attention-DP rank"
+                          f"{' of every decode replica' if prefill is not None else ''}), got {conc.tolist()}")
     rows = _rows(model, hardware, backend, conc, isl, osl, tp, pp, attention_dp, ep, precision, prefill)
     problem, skipped = serving_problem(rows, efficiency, measured=False)
     if len(problem.rows) < len(rows):
@@ -147,6 +177,7 @@ def estimate_serving(model: str, hardware: str, backend: str, concurrency, isl: 
     return pd.DataFrame({
         "concurrency": conc, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "requests_per_s": rps,
         "output_tokens_per_s": rps * osl, "output_tokens_per_s_per_gpu": rps * osl / gpus, "gpus": gpus,
+        "n_decode": pred["predicted_n_decode"].to_numpy(), "limited_by": pred["limited_by"].to_numpy(),
         "weights": first["weights"], "kv_cache": first["kv_cache"], "mode": first["mode"],
         "efficiency_profile": profile_for(hw, efficiency).name,
         "engine_calibration": engines if isinstance(engines, str) else "custom",

@@ -167,14 +167,21 @@ class ServingProblem:
         backends : iterable of str, optional
             Evaluate only these backends (other rows are NaN).
         """
-        calibrations = {**presets(), **dict(calibrations or {})}
         ttft = np.full(len(self.rows), np.nan)
         tpot = np.full(len(self.rows), np.nan)
+        for positions, res, overhead in self._solve(calibrations, backends):
+            ttft[positions] = res.ttft_s + overhead
+            tpot[positions] = res.tpot_s
+        return ttft, tpot
+
+    def _solve(self, calibrations, backends=None):
+        """Yield (positions, SteadyState, request overhead [s]) per batch of rows."""
+        calibrations = {**presets(), **dict(calibrations or {})}
         for backend, batches in self.disagg.items():
             if backends is None or backend in backends:
                 for b in batches:
-                    ttft[b.positions], tpot[b.positions] = b.evaluate(calibrations[backend],
-                                                                      STEADY_STATE_ITERATIONS)
+                    cal = calibrations[backend]
+                    yield b.positions, b.solve(cal, STEADY_STATE_ITERATIONS), cal.request_overhead
         for backend, batches in self.batches.items():
             if backends is not None and backend not in backends:
                 continue
@@ -183,17 +190,21 @@ class ServingProblem:
             for b in batches:
                 tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
                                            cal.prefill_kernel_scale, cal.small_m_tactic)
-                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
-                                   think_time=cal.request_overhead, iterations=STEADY_STATE_ITERATIONS,
-                                   schedulers=b.schedulers, sync_fraction=cal.sync_fraction)
-                ttft[b.positions] = res.ttft_s + cal.request_overhead
-                tpot[b.positions] = res.tpot_s
-        return ttft, tpot
+                yield b.positions, steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
+                                                think_time=cal.request_overhead,
+                                                iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
+                                                sync_fraction=cal.sync_fraction), cal.request_overhead
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
-        """:attr:`rows` with ``predicted_ttft_s`` and ``predicted_tpot_s`` columns."""
-        ttft, tpot = self.evaluate(calibrations)
+        """:attr:`rows` with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_n_decode`` (mean
+        decoding sequences per (decode) replica) and ``limited_by`` (what caps the decode batch:
+        ``clients``, ``max_num_seqs``, ``kv_cache``, ``prefill_budget`` or ``prefill_pool``)."""
         out = self.rows.copy()
-        out["predicted_ttft_s"] = ttft
-        out["predicted_tpot_s"] = tpot
-        return out
+        cols = {"predicted_ttft_s": np.full(len(out), np.nan), "predicted_tpot_s": np.full(len(out), np.nan),
+                "predicted_n_decode": np.full(len(out), np.nan), "limited_by": np.full(len(out), "", dtype=object)}
+        for positions, res, overhead in self._solve(calibrations):
+            cols["predicted_ttft_s"][positions] = res.ttft_s + overhead
+            cols["predicted_tpot_s"][positions] = res.tpot_s
+            cols["predicted_n_decode"][positions] = res.n_decode
+            cols["limited_by"][positions] = res.limited_by
+        return out.assign(**cols)

@@ -7,8 +7,8 @@ times come from one tabulated step model per pool (:mod:`perfmodel.validation.su
 the same engine parameters as aggregated rows (:mod:`perfmodel.validation.engines`): decode-only steps
 in the decode pool, prompt steps in the prefill pool.
 
-KV transfer: one request's cache (the prefill replica's bytes per token × I) leaves the prefill
-replica's devices in parallel, each over its own port: the scale-up link when both pools fit in one
+KV transfer: one request's cache (the prefill replica's bytes per token × I) leaves the tp × pp devices
+of the prefill rank holding it in parallel, each over its own port: the scale-up link when both pools fit in one
 scale-up domain (an NVL72 rack), else the scale-out NIC, plus that link's α.
 """
 
@@ -37,7 +37,9 @@ def kv_transfer_time(prefill_sm, total_devices: int, isl: np.ndarray) -> np.ndar
     if port is None:
         raise PerfmodelError(f"{hw.id}: no scale-up or scale-out port in its spec to move the KV cache")
     link = load_link(port.link)
-    bandwidth = (port.bandwidth.value if port.bandwidth else link.bandwidth.value) * prefill_sm.devices
+    # with attention DP a sequence's KV lives on one DP rank: its tp × pp devices send it
+    senders = prefill_sm.parallel.tp * prefill_sm.parallel.pp
+    bandwidth = (port.bandwidth.value if port.bandwidth else link.bandwidth.value) * senders
     return link.alpha.value + np.asarray(isl, dtype=float) * prefill_sm.kv_bytes_per_token / bandwidth
 
 
@@ -57,18 +59,18 @@ class DisaggBatch(RowBatch):
     prefill_schedulers: np.ndarray
     decode_schedulers: np.ndarray
 
-    def evaluate(self, cal: EngineCalibration, iterations: int) -> tuple[np.ndarray, np.ndarray]:
-        """Predicted (TTFT, TPOT) [s] of the rows under one backend's engine parameters."""
+    def solve(self, cal: EngineCalibration, iterations: int):
+        """Steady state of the rows under one backend's engine parameters (TTFT without the request
+        overhead, which the caller adds)."""
         engine = cal.engine()
         adjust = (cal.layer_overhead, cal.decode_kernel_scale, cal.prefill_kernel_scale, cal.small_m_tactic)
         prefill, decode = self.prefill.adjusted(*adjust), self.decode.adjusted(*adjust)
-        res = steady_state_disagg(prefill, decode, self.clients, self.isl, self.osl,
-                                  prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
-                                  prefill_engine=engine, kv_transfer_s=self.kv_transfer_s,
-                                  think_time=cal.request_overhead, iterations=iterations,
-                                  prefill_schedulers=self.prefill_schedulers,
-                                  decode_schedulers=self.decode_schedulers, sync_fraction=cal.sync_fraction)
-        return res.ttft_s + cal.request_overhead, res.tpot_s
+        return steady_state_disagg(prefill, decode, self.clients, self.isl, self.osl,
+                                   prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
+                                   prefill_engine=engine, kv_transfer_s=self.kv_transfer_s,
+                                   think_time=cal.request_overhead, iterations=iterations,
+                                   prefill_schedulers=self.prefill_schedulers,
+                                   decode_schedulers=self.decode_schedulers, sync_fraction=cal.sync_fraction)
 
 
 def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict

@@ -65,8 +65,8 @@ class StepModelCache:
         return hit
 
     def small_m_variant(self, key: tuple) -> StepModel | None:
-        """The step model of ``key`` with its GEMM format's small-M penalty set to FP8's, or None
-        when the profile has nothing to vary (see :func:`perfmodel.core.efficiency.small_m_variant`)."""
+        """The step model of ``key`` without its FP4 GEMMs' small-M penalty, or None when the profile
+        has nothing to vary (see :func:`perfmodel.core.efficiency.small_m_variant`)."""
         if key not in self._variants:
             base = self.get(key)
             eff = small_m_variant(base.efficiency, base.precision.compute)

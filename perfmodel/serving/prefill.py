@@ -1,0 +1,42 @@
+"""Prefill step times shared by the closed-form serving estimates (steady states, arrival waves).
+
+Several prompt chunks in one step are passed to the step model as one chunk of their total size P with
+an attention-equivalent cached prefix q (see :mod:`perfmodel.serving.steptable`); q < 0 (several
+fresh prompts) is extrapolated linearly in q from q = 0 and q = P.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .engine import EngineProfile
+
+
+def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
+    q = np.asarray(q, dtype=float)
+    t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
+    t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
+    tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    return np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))
+
+
+def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayLike) -> np.ndarray:
+    """Time to prefill m prompts of ``isl`` tokens side by side in prefill-only steps [s].
+
+    A prompt longer than one scheduler's budget B runs in k = ⌈I/B⌉ steps: k − 1 full chunks of B
+    tokens (mean cached prefix (k − 2)B/2) and a remainder r = I − (k − 1)B after (k − 1)B cached
+    tokens; m prompts side by side share each step (attention-equivalent prefix, see
+    :func:`prefix_step_time`). Every step adds the engine's step overhead and m sequence overheads.
+    """
+    isl, m = np.broadcast_arrays(np.asarray(isl, dtype=float), np.asarray(m, dtype=float))
+    B = float(eng.max_num_batched_tokens)
+    k = np.ceil(isl / B)
+    r = isl - (k - 1) * B
+    full = np.where(k > 1, (k - 1) * prefix_step_time(model, 0.0, 0.0, m * B, (k - 2) * B / 2 - (m - 1) * B / 2),
+                    0.0)
+    last = prefix_step_time(model, 0.0, 0.0, m * r, (k - 1) * B - (m - 1) * r / 2)
+    return full + last + k * (eng.step_overhead + eng.seq_overhead * m)
