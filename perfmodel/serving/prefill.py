@@ -36,7 +36,9 @@ def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayL
     B = float(eng.max_num_batched_tokens)
     k = np.ceil(isl / B)
     r = isl - (k - 1) * B
-    full = np.where(k > 1, (k - 1) * prefix_step_time(model, 0.0, 0.0, m * B, (k - 2) * B / 2 - (m - 1) * B / 2),
-                    0.0)
+    full = 0.0
+    if np.any(k > 1):   # only long prompts have full chunks before the last one
+        full = np.where(k > 1, (k - 1) * prefix_step_time(model, 0.0, 0.0, m * B,
+                                                          (k - 2) * B / 2 - (m - 1) * B / 2), 0.0)
     last = prefix_step_time(model, 0.0, 0.0, m * r, (k - 1) * B - (m - 1) * r / 2)
     return full + last + k * (eng.step_overhead + eng.seq_overhead * m)
