@@ -24,7 +24,7 @@ from ..errors import ConfigError, unknown_name
 from ..hardware import list_hardware
 from .engines import ENGINE_OF_BACKEND, load_profile
 from .models import UnsupportedModel, resolve_model
-from .rows import SYSTEMS, hardware_id
+from .rows import QUANT_MODE_OF_PRECISION, SYSTEMS, hardware_id
 from .run import serving_problem
 
 
@@ -65,8 +65,7 @@ def _moe_tp(tp: int, attention_dp: int, ep: int) -> int:
 def _rows(model, system, backend, concurrency, isl, osl, tp, pp, attention_dp, ep, precision,
           prefill: PrefillPool | None) -> pd.DataFrame:
     """Rows in the ``serving_measured.csv`` schema, measurements left empty."""
-    quant = {"fp4": "nvfp4", "nvfp4": "nvfp4", "fp8": "fp8", "int4": "int4_wo", "int4_wo": "int4_wo"}
-    mode = quant.get(precision.lower(), "")
+    mode = QUANT_MODE_OF_PRECISION.get(precision.lower(), "")
     out = []
     for c in concurrency:
         row = {"id": f"estimate_c{c:g}", "backend": backend, "model_path": model, "system": system,

@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import PerfmodelError
+from .rows import QUANT_MODE_OF_PRECISION
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,7 @@ def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, sour
                              f"deployment (model=..., concurrency=...)")
     conc = float(concurrency)
     per_rank = conc / max(deployment.replicas, 1) / max(deployment.attention_dp, 1)
-    quant = {"fp4": "nvfp4", "nvfp4": "nvfp4", "fp8": "fp8", "int4": "int4_wo", "int4_wo": "int4_wo"}
-    mode = quant.get(deployment.precision.lower(), "")
+    mode = QUANT_MODE_OF_PRECISION.get(deployment.precision.lower(), "")
     isl, osl = round(float(result["isl"])), round(float(result["osl"]))
     return {
         "id": f"{Path(source).stem}_{deployment.system}_{deployment.backend}_{isl}x{osl}_c{int(conc)}",
