@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfmodel.errors import ConfigError
 from perfmodel.serving import Disaggregated, Workload, load_engine, simulate, steady_state_disagg
-from perfmodel.serving.stand_in import ConstantStepModel, RooflineStepModel
+from perfmodel.serving.prefill import prefill_batch_time
+from perfmodel.serving.stand_in import ConstantStepModel, LinearStepModel, RooflineStepModel
 
 NO_OVERHEAD = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0)
 H100_8B = RooflineStepModel.llama_8b_h100()
@@ -118,9 +121,6 @@ def test_prefill_bound_throughput_near_the_simulator(case):
 
 
 def test_prefill_batch_time_charges_the_last_chunk_for_its_own_tokens():
-    from perfmodel.serving.prefill import prefill_batch_time
-    from perfmodel.serving.stand_in import LinearStepModel
-
     lin = LinearStepModel(base=0.005, per_token=2e-5, per_attention=0.0)
     eng = NO_OVERHEAD   # budget 8192
     # one token past the budget: a full 8192-token step and a 1-token step, not two full steps
@@ -128,3 +128,19 @@ def test_prefill_batch_time_charges_the_last_chunk_for_its_own_tokens():
     assert float(prefill_batch_time(lin, eng, 1000.0, 4.0)) == pytest.approx(0.005 + 4000 * 2e-5)
     # two prompts of 10000 tokens side by side: steps of 2 x 8192 and 2 x 1808 tokens
     assert float(prefill_batch_time(lin, eng, 10000.0, 2.0)) == pytest.approx(2 * 0.005 + 20000 * 2e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(c=st.floats(1, 2000), isl=st.integers(16, 20000), osl=st.integers(2, 4000), p=st.integers(1, 4),
+       d=st.integers(1, 8), z=st.floats(0, 2), sync=st.floats(0, 1))
+def test_closed_loop_identity_and_bounds(c, isl, osl, p, d, z, sync):
+    lin = LinearStepModel(base=0.004, per_token=3e-5, per_attention=1e-9, kv_capacity_tokens=2_000_000)
+    r = steady_state_disagg(lin, lin, c, isl, osl, prefill_replicas=p, decode_replicas=d, think_time=z,
+                            prefill_engine=NO_OVERHEAD, sync_fraction=sync)
+    ttft, tpot, x = float(r.ttft_s), float(r.tpot_s), float(r.throughput_rps)
+    assert np.isfinite([ttft, tpot, x]).all() and ttft > 0 and tpot > 0 and x > 0
+    # Little's law over the whole loop: every client is thinking, waiting for its first token or decoding
+    assert c == pytest.approx(x * (ttft + (osl - 1) * tpot + z), rel=2e-3)
+    # a prompt never gets its first token faster than prefilling it alone
+    alone = prefill_batch_time(lin, NO_OVERHEAD, float(isl), 1.0)
+    assert ttft >= 0.999 * float(alone)
