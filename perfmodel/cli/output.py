@@ -60,3 +60,10 @@ def add_list_show(subparsers: Any, name: str, help: str, description: str, list_
 def add_format_arg(parser: Any) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="output format (default: table)")
+
+
+def preset_note() -> str:
+    """What results computed on an engine preset leave out (:data:`perfmodel.serving.engine.PRESET_NOTE`)."""
+    from ..serving.engine import PRESET_NOTE  # imported here: keeps `perfmodel --help` light
+
+    return PRESET_NOTE

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
-from .output import add_format_arg, format_table, print_json
+from .output import add_format_arg, format_table, preset_note, print_json
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -221,7 +221,7 @@ def run_simulate(args) -> int:
     out = {**s, "workload": w.model_dump(mode="json", exclude={"description"}),
            "engine": {**eng.model_dump(), "defaults": eng.defaults_table()},
            "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,
-           "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"]}
+           "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"], "note": preset_note()}
     if args.format == "json":
         print_json(out)
         return 0
@@ -234,6 +234,7 @@ def run_simulate(args) -> int:
             "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
             "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
     print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
+    print(f"note: {preset_note()}")
     return 0
 
 
@@ -250,7 +251,8 @@ def run_max_load(args) -> int:
                      router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
                      max_simulations=args.max_simulations, warmup=args.warmup)
     out = {**found.as_dict(), "engine": {**eng.model_dump(), "defaults": eng.defaults_table()},
-           "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed}
+           "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
+           "note": preset_note()}
     if args.format == "json":
         print_json(out)
         return 0
@@ -260,4 +262,5 @@ def run_max_load(args) -> int:
     cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
             "tpot_p95_s", "cancelled"]
     print(format_table(found.curve, cols))
+    print(f"note: {preset_note()}")
     return 0

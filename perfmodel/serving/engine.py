@@ -41,6 +41,13 @@ Policy = Literal["decode_first", "prefill_first"]
 KVAdmission = Literal["on_demand", "reserve_full"]
 
 
+#: Shown with every result computed on an engine preset (simulate, max-load, plan): what it leaves out.
+PRESET_NOTE = ("engine preset: host overheads assumed, not fitted; TTFT leaves out the request's time outside "
+               "the engine (front end, tokeniser: tens to hundreds of ms per engine on measured runs) and "
+               "synchronised client waves. `perfmodel estimate` gives the validated closed-loop estimate "
+               "(error in docs/validation.md)")
+
+
 class EngineProfile(Strict):
     """Scheduler parameters of one serving engine (all times in seconds).
 
