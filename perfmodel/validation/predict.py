@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import PerfmodelError
 from ..serving import EngineProfile, steady_state
 from .engines import EngineCalibration, presets
-from .predict_disagg import DisaggBatch, tabulate_disagg
+from .predict_disagg import NO_KV_REASON, DisaggBatch, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
@@ -99,7 +99,7 @@ class ServingProblem:
                 capacity, sm = 0.0, None
                 reason = f"step model error: {exc}"
             else:
-                reason = "weights do not fit in device memory (no room for KV cache)"
+                reason = NO_KV_REASON
             if sm is None or capacity <= 0:
                 skipped += [{"row": r, "id": i, "reason": reason} for r, i in zip(rows["row"], rows["id"],
                                                                                   strict=True)]

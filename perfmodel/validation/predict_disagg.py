@@ -26,6 +26,9 @@ from .engines import EngineCalibration
 from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
+#: Skip reason of configurations whose weights leave no memory for the KV cache.
+NO_KV_REASON = "weights do not fit in device memory (no room for KV cache)"
+
 
 def kv_transfer_time(prefill_sm, total_devices: int, isl: np.ndarray) -> np.ndarray:
     """Time to move one request's KV cache from a prefill to a decode replica [s] (module docstring)."""
@@ -95,7 +98,7 @@ def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
         try:
             dsm, psm = cache.get(decode_key), cache.get(prefill_key)
             reason = None if min(dsm.kv_capacity_tokens, psm.kv_capacity_tokens) > 0 else \
-                "weights do not fit in device memory (no room for KV cache)"
+                NO_KV_REASON
             if reason is None:
                 tkv = kv_transfer_time(psm, int(p_workers) * psm.devices + int(d_workers) * dsm.devices, isl)
         except PerfmodelError as exc:
