@@ -17,7 +17,8 @@ held-out rows are only predicted. Two forms are fitted:
     ``op_params[...]["kernel_overhead"]``.
 ``extended``
     ``op_params`` shape terms per op family (see :mod:`perfmodel.core.costs`): per GEMM format,
-    decode attention (GQA, MLA), prefill attention (GQA, MLA) and NCCL. The cost functions use them
+    decode attention (GQA, MLA), prefill attention (GQA, MLA), the fused MoE block per format
+    (:func:`perfmodel.core.costs.moe_time`) and NCCL. The cost functions use them
     whenever a profile carries them.
 
 ``step_overhead`` stays 0 (engine-level, fitted elsewhere). Run::
@@ -60,9 +61,12 @@ PREFILL_EXT = [("compute", 0.01, 1.0, 0.6), ("compute_fp8", 0.01, 1.0, 0.5),
                ("head_dim_half", 0.0, 1024.0, 64.0), ("tile_cost", 0.0, 1e-6, 1e-8),
                ("memory", 0.01, 1.0, 0.3), ("kernel_overhead", 0.0, 50 * US, 10 * US),
                ("overlap", 1.0, 20.0, 2.0)]
+MOE_EXT = [("compute", 0.01, 1.0, 0.5), ("m_half", 0.0, 4096.0, 32.0), ("memory", 0.05, 1.0, 0.7),
+           ("overlap", 1.0, 20.0, 2.0), ("token_bytes", 0.0, 64.0, 4.0), ("pair_bytes", 0.0, 64.0, 4.0),
+           ("expert_overhead", 0.0, 20 * US, 0.5 * US), ("kernel_overhead", 0.0, 200 * US, 20 * US)]
 FAMILY_OF = {"gemm": "gemm", "attention_decode": "decode attention", "mla_decode": "decode attention",
              "attention_prefill": "prefill attention", "mla_prefill": "prefill attention",
-             "custom_allreduce": "custom all-reduce", "nccl": "nccl", "moe": "moe (validation only)"}
+             "custom_allreduce": "custom all-reduce", "nccl": "nccl", "moe": "moe"}
 
 
 def with_params(eff: Efficiency, values: dict[str, float]) -> Efficiency:
@@ -164,6 +168,12 @@ def fit_system(system: str, tables: dict[str, pd.DataFrame], max_rows: int = MAX
               _op("attention_prefill", PREFILL_EXT))
     eff = fit(eff, dev, [("mla_prefill", _fit_rows(t["mla_prefill"], None, max_rows))],
               _op("mla_prefill", PREFILL_EXT, skip=("compute_fp8", "head_dim_half")))
+    # -- extended: fused MoE per compute format (formats sharing a GEMM format are fitted together)
+    moe = t["moe"]
+    fmt_of = moe["moe_dtype"].map(od.DTYPE_TO_FORMAT)
+    for fmt in sorted(fmt_of.dropna().unique()):
+        rows = _fit_rows(moe[fmt_of == fmt], None, max_rows)
+        eff = fit(eff, dev, [("moe", rows)], _op(f"moe.{fmt}", MOE_EXT, skip=("m_half",)))
     nccl = t["nccl"]
     nccl = nccl[(nccl["op"] == "all_reduce") & (nccl["split"] == "train")]
     eff = fit(eff, dev, [("nccl", nccl)], [("op_params/nccl/alpha", 0.1 * US, 100 * US, 10 * US),
@@ -239,7 +249,8 @@ def profile_document(eff: Efficiency, system: str, tables: dict[str, pd.DataFram
                                                 "bandwidth_fraction": eff.op("nccl").get("bandwidth")}},
             "notes": ["step_overhead is engine-level and left 0 here.",
                       "gemm_compute.fp8 is per-tensor FP8; fp8_block (128x128 block scales) is separate.",
-                      "MoE rows are predicted from the GEMM parameters only (not fitted)."],
+                      "moe.<format> terms are fitted on the fused MoE tables (fastest backend per shape); "
+                      "routing skew is not modelled."],
         },
     }
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import comm
-from ..core.costs import attention_decode_time, attention_prefill_time, gemm_time, op_time
+from ..core.costs import attention_decode_time, attention_prefill_time, gemm_time, moe_time
 from ..core.efficiency import DATASHEET, Efficiency, load_profile
 from . import ops_data as od
 
@@ -159,14 +159,12 @@ def moe_expert_load(tokens, topk, experts, ep) -> tuple[np.ndarray, np.ndarray]:
 
 
 def predict_moe(g: pd.DataFrame, eff: Efficiency, dev: od.Device):
-    """Fused MoE from its routed-expert GEMMs with the GEMM parameters.
+    """Fused MoE rows: :func:`~perfmodel.core.costs.moe_time` per weight format.
 
-    Each hit expert runs an up/gate GEMM (N = 2I/TP gated, I/TP non-gated; K = H) and a down GEMM
-    (N = H, K = I/TP) on :math:`M = R / E_{hit}` tokens. A grouped launch is costed as one GEMM of
-    M rows, :math:`E_{hit} N` columns and depth K (so FLOPs, weight bytes, output tiles and the kernel
-    overhead are those of the group) plus the input rows of the other :math:`E_{hit} - 1` experts
-    streamed at η_m; permute + finalize stream :math:`2 \\cdot R H b_a` bytes. Routing skew
-    (power-law rows) is not modelled: the uniform expectation is used for every row.
+    Tokens T = ``num_tokens``; routed pairs and hit experts per EP rank from uniform routing
+    (:func:`moe_expert_load`); per-device intermediate size ``inter_size / moe_tp_size``; gated
+    (3 matrices) except the ``moe_torch_flow_nongated`` rows. Routing skew (power-law rows) is not
+    modelled: the uniform expectation is used for every row.
     """
     pred, why = _nan_skip(len(g))
     for dtype, idx in g.groupby("moe_dtype").indices.items():
@@ -179,19 +177,10 @@ def predict_moe(g: pd.DataFrame, eff: Efficiency, dev: od.Device):
             continue
         x = g.iloc[idx]
         routed, hit = moe_expert_load(x["num_tokens"], x["topk"], x["num_experts"], x["moe_ep_size"])
-        hid = x["hidden_size"].to_numpy(float)
         inter = x["inter_size"].to_numpy(float) / x["moe_tp_size"].to_numpy(float)
-        gated = (x["kernel_source"] != "moe_torch_flow_nongated").to_numpy()
-        m_e = np.maximum(routed / hit, 1.0)
-        total = np.zeros(len(x))
-        eta_m = eff.op(f"gemm.{fmt}").get("memory", eff.memory)
-        for n, k in ((np.where(gated, 2.0, 1.0) * inter, hid), (hid, inter)):
-            total += gemm_time(m_e, hit * n, k, dev.peak(comp), dev.bandwidth, eff, fmt,
-                               od.WEIGHT_BYTES[dtype]).total
-            total += (hit - 1.0) * m_e * k * 2.0 / (dev.bandwidth * eta_m)
-        shuffle = op_time(0.0, 2.0 * routed * hid * 2.0, 1.0, dev.bandwidth, 1.0, eff.memory,
-                          eff.kernel_overhead)
-        pred[idx] = total + shuffle.total
+        mats = np.where((x["kernel_source"] != "moe_torch_flow_nongated").to_numpy(), 3.0, 2.0)
+        pred[idx] = moe_time(x["num_tokens"], routed, hit, x["hidden_size"], inter, mats, dev.peak(comp),
+                             dev.bandwidth, eff, fmt, od.WEIGHT_BYTES[dtype]).total
     return pred, why
 
 

@@ -26,20 +26,25 @@ class OpTime:
 
     ``overlap`` is the exponent p of the smooth roofline :math:`(t_c^p + t_m^p)^{1/p} + t_{kernel}`
     (optional, fitted per op family in calibration profiles); the default ``inf`` is the hard ``max``
-    (perfect overlap of compute and memory) and p = 1 is no overlap (sum).
+    (perfect overlap of compute and memory) and p = 1 is no overlap (sum). ``serial`` is work done by
+    separate kernels that overlaps neither part (MoE routing, permutation and finalize); it is not a
+    fixed per-launch time, so engines do not scale it with ``overhead``.
     """
 
     compute: np.ndarray
     memory: np.ndarray
     overhead: np.ndarray
     overlap: float = math.inf
+    serial: np.ndarray | float = 0.0
 
     @property
     def total(self) -> np.ndarray:
+        """:math:`(t_c^p + t_m^p)^{1/p} + t_{serial} + t_{kernel}` [s]."""
         if math.isinf(self.overlap):
             out = np.maximum(self.compute, self.memory)
         else:
             out = smooth_max(self.compute, self.memory, self.overlap)
+        out = out + self.serial
         out += self.overhead
         return out
 
@@ -177,6 +182,80 @@ def gemm_cost(flops: ArrayLike, data: ArrayLike, m: ArrayLike, n: ArrayLike | No
         overhead = min(overhead, eff.op("gemm.bf16").get("kernel_overhead", eff.kernel_overhead))
     return op_time(flops, data, peak_flops, bandwidth, eta, terms.get("memory", eff.memory),
                    overhead, kernels, overlap=terms.get("overlap", math.inf))
+
+
+def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidden: ArrayLike,
+             inter: ArrayLike, matrices: ArrayLike, peak_flops: float, bandwidth: float, eff: Efficiency,
+             compute: str, weight_bytes: float, act_bytes: float = 2.0, served: bool = False) -> OpTime:
+    """Time of one fused MoE block (routed experts) on a device.
+
+    The routed (token, expert) pairs R of the device run through the E_hit local experts it holds
+    that receive tokens, each an up/gate and a down GEMM over the per-device intermediate size I
+    (``matrices`` = 3 for gated, 2 for non-gated FFNs), on :math:`M_e = R / E_{hit}` tokens each:
+
+    .. math::
+        F = 2 R\\,m H I, \\qquad D = E_{hit}\\,m H I\\,b_w + R\\,(2H + m I)\\,b_a
+
+    Without ``eff.op_params["moe.<compute>"]`` the group is costed as one GEMM of M_e rows with the
+    format's GEMM terms (:func:`gemm_cost`, two launches). With those terms (fitted on the fused MoE
+    tables of each accelerator):
+
+    .. math::
+        t = \\left(t_c^p + t_m^p\\right)^{1/p} + \\frac{H\\,(T\\,\\beta_T + R\\,\\beta_R)}{B\\,\\eta_m}
+            + E_{hit}\\,t_e + t_k, \\quad
+        t_c = \\frac{F}{P\\,\\eta_c M_e/(M_e + M_{1/2})}, \\quad t_m = \\frac{D}{B\\,\\eta_m}
+
+    where T is every token entering the block on the device (routing, input quantisation and the
+    output of all T tokens, whatever the EP degree) and R the routed pairs (permute and un-permute).
+    Keys: ``compute`` (η_c), ``m_half`` (M½), ``memory`` (η_m), ``overlap`` (p), ``token_bytes``
+    (β_T [B per hidden element]), ``pair_bytes`` (β_R), ``expert_overhead`` (t_e [s]),
+    ``kernel_overhead`` (t_k [s] per block).
+
+    Parameters
+    ----------
+    tokens, routed, experts_hit : array_like
+        T, R and E_hit on the device (R = T k / EP under uniform routing).
+    hidden, inter : array_like
+        H and the per-device expert intermediate size I (full size / MoE-TP).
+    matrices : array_like
+        Weight matrices per expert m (3 gated, 2 non-gated).
+    peak_flops, bandwidth : float
+        Dense peak P [FLOP/s] of the compute format and memory bandwidth B [B/s].
+    eff : Efficiency
+        Profile.
+    compute : str
+        Compute format (``bf16``, ``fp8``, ``fp8_block``, ``fp4``): selects the terms.
+    weight_bytes, act_bytes : float
+        Bytes per weight and per activation element [B].
+    served : bool
+        The block runs inside a serving engine's step: t_k is capped at two bf16 GEMM launches. The
+        tables time the block's routing, permute, GEMM and finalize kernels launched one by one from
+        Python (≈ 25–30 µs on every accelerator); engines fuse and graph-replay them.
+    """
+    t, r, e, h, i, mats = (np.asarray(x, dtype=float) for x in (tokens, routed, experts_hit, hidden, inter,
+                                                               matrices))
+    present = (r > 0).astype(float)
+    flops = 2.0 * r * mats * h * i
+    terms = eff.op(f"moe.{compute}")
+    if not terms:
+        data = present * (e * mats * h * i * weight_bytes + r * (2.0 * h + mats * i) * act_bytes)
+        m_e = np.maximum(r / np.maximum(e, 1e-9), 1.0)
+        return gemm_cost(flops, data, m_e, None, h, peak_flops, bandwidth, eff, compute, 2.0 * present,
+                         fused_quantization=True)
+    # the slowest EP rank sets the time: one that receives tokens holds at least one hit expert
+    e = np.maximum(e, present)
+    data = present * (e * mats * h * i * weight_bytes + r * (2.0 * h + mats * i) * act_bytes)
+    m_e = np.maximum(r / np.maximum(e, 1.0), 1.0)
+    eta_m = terms.get("memory", eff.memory)
+    eta_c = gemm_compute_eta(m_e, terms.get("compute", eff.gemm_eta(compute)), terms.get("m_half", 0.0))
+    fixed = terms.get("kernel_overhead", 0.0)
+    if served:
+        fixed = min(fixed, 2.0 * eff.op("gemm.bf16").get("kernel_overhead", eff.kernel_overhead))
+    part = op_time(flops, data, peak_flops, bandwidth, eta_c, eta_m, fixed, present,
+                   terms.get("overlap", math.inf))
+    shuffle = h * (t * terms.get("token_bytes", 0.0) + r * terms.get("pair_bytes", 0.0)) / (bandwidth * eta_m)
+    serial = present * shuffle + e * present * terms.get("expert_overhead", 0.0)
+    return OpTime(part.compute, part.memory, part.overhead, part.overlap, serial)
 
 
 def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, kv_width: ArrayLike,

@@ -78,7 +78,8 @@ class Op:
     ``m`` is the GEMM token dimension (sets compute efficiency); ``n`` and ``k`` the output and
     reduction sizes where known (wave quantisation); ``kernels`` counts launches; ``weight_bytes`` is
     the part of ``bytes`` that is weights (for breakdowns). ``attention`` holds the shape of an
-    attention op (sequences, heads, head sizes...) for the calibrated attention cost forms of
+    attention op (sequences, heads, head sizes...) and ``moe`` that of a routed-experts op (tokens,
+    routed pairs, hit experts, sizes) for the calibrated attention and MoE cost forms of
     :mod:`perfmodel.core.costs`.
     """
 
@@ -93,6 +94,7 @@ class Op:
     n: float | None = None
     k: float | None = None
     attention: dict | None = None
+    moe: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -291,7 +293,9 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     data = hit_local * w_expert + routed_local * (2 * h + mats * inter) * ab
     ops.append(Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
                   m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
-                  weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h)))
+                  weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h),
+                  moe={"tokens": t, "routed": routed_local, "hit": hit_local, "inter": inter,
+                       "matrices": float(mats)}))
     if moe.shared_intermediate_size:
         s_inter = moe.shared_intermediate_size / g
         ops.append(_gemm("shared_up", "moe", t, (mats - 1) * s_inter, h, wb, ab))

@@ -26,6 +26,7 @@ from .costs import (
     causal_pairs,
     gemm_compute_eta,
     gemm_cost,
+    moe_time,
     op_time,
 )
 from .efficiency import Efficiency, profile_for
@@ -316,6 +317,11 @@ class StepModel:
     def _op_parts(self, op: Op):
         """Cost of one op with the profile: calibrated shape terms where the profile has them."""
         eff = self.efficiency
+        if op.moe is not None:
+            x = op.moe
+            return moe_time(x["tokens"], x["routed"], x["hit"], self.model.hidden_size, x["inter"],
+                            x["matrices"], self.peak, self.bandwidth, eff, self.precision.compute,
+                            self.precision.weights.bytes, self.precision.act_bytes, served=True)
         if op.kind == "gemm":
             if op.k is None:  # per-head batched products (MLA absorption): plain GEMM form
                 eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.compute), eff.gemm_m_half)
