@@ -194,3 +194,21 @@ def test_fast_path_by_batch_equals_the_definition(model, hw, kw):
         np.testing.assert_allclose(fast[k], ref[k], rtol=1e-12)
     np.testing.assert_array_equal(fast[2], ref[2])
     assert np.mean(fast[3] == ref[3]) > 0.99  # ties between equal parts may round either way
+
+
+@pytest.mark.parametrize("model,hardware", [("llama-3.1-8b", "h100-sxm"), ("deepseek-v3", "b200")])
+def test_chunk_after_a_cached_prefix_costs_less_than_the_whole_prompt(model, hardware):
+    """A chunk of p tokens after q cached ones has fewer attention pairs than p + q fresh tokens:
+    p·q + p²/2 <= (p + q)²/2, so its prefill attention must not cost more (it did, 30x for p = 1,
+    q = 8191, when the fitted per-tile cost was scaled with the pair ratio)."""
+    from perfmodel.core.step import StepModel
+
+    sm = StepModel(model=model, hardware=hardware, tp=8, weights="fp8", kv_cache="fp8")
+    p = np.array([1.0, 64.0, 512.0, 4096.0])
+    q = 8192.0 - p
+    with_past = sm.breakdown(StepShape.make(n_prefill=1, chunk=p, past=q)).op_total["attention"]
+    fresh = sm.breakdown(StepShape.make(n_prefill=1, chunk=p + q)).op_total["attention"]
+    assert np.all(with_past <= fresh)
+    # and the pair count still grows with the prefix
+    shorter = sm.breakdown(StepShape.make(n_prefill=1, chunk=p, past=q / 2)).op_total["attention"]
+    assert np.all(shorter < with_past)

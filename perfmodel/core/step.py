@@ -342,12 +342,16 @@ class StepModel:
                                        self.attention_peak, self.bandwidth, eff, window=a["window"],
                                        kv_bytes=a["kv_bytes"], act_bytes=self.precision.act_bytes,
                                        family=a["family"])
-            # the form is fitted without a cached prefix: scale to this op's pairs and bytes
+            # the form is fitted without a cached prefix: scale its FLOP part to this op's pairs and
+            # bytes; the fixed cost per (sequence, head, 128-query tile) does not grow with the prefix
             with np.errstate(divide="ignore", invalid="ignore"):
                 f_no_past = 2.0 * a["batch"] * a["heads"] * causal_pairs(a["isl"], a["window"]) * (
                     a["d_qk"] + a["d_v"])
                 cscale = np.where(f_no_past > 0, op.flops / f_no_past, 0.0)
-            return OpTime(t.compute * cscale, np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
+            tiles = (a["batch"] * a["heads"] * np.ceil(np.asarray(a["isl"], dtype=float) / 128.0)
+                     * eff.op(a["family"]).get("tile_cost", 0.0))
+            return OpTime((t.compute - tiles) * cscale + tiles,
+                          np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
                           t.overhead * op.kernels, t.overlap)
         if op.kind == "attention_decode":
             eta_c, eta_m = eff.attention_compute, eff.attention_memory

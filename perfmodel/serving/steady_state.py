@@ -15,11 +15,13 @@ s = min(I, B − n) tokens (s = I without chunked prefill), k = ⌈I/s⌉ steps 
     \mathrm{TPOT} = \varphi\,T(n, \bar c, s, q) + (1-\varphi)\,T(n, \bar c, 0, 0)
 
     \mathrm{TTFT} = W + \begin{cases} T(n, \bar c, mI, -(m-1)I/2) & k = 1 \\
-                                       k\,T(n, \bar c, s, q) & k > 1 \end{cases}
+                                       (k - 1)\,T(n, \bar c, s, q) + T(n, \bar c, P_r, q_r) & k > 1 \end{cases}
 
 q is the mean cached prefix of a chunk; a one-step prompt shares its step with the m = 1 + λ prompts
 (size-biased, at most (B − n)/I) that arrived with it, whose attention pairs give the negative
-equivalent prefix (see :mod:`perfmodel.serving.steptable`).
+equivalent prefix (see :mod:`perfmodel.serving.steptable`). A longer prompt's last step carries its
+remainder r = I − (k − 1)s after (k − 1)s cached tokens, topped up to P_r = min(max(r, p̄), B − n)
+tokens by the other prompts in flight (q_r: the remainder's prefix weighted by its share of P_r).
 
 *prefill-first* (SGLang): prompts run in prefill-only steps of up to B tokens, ν = max(λk, p̄/B) of
 them per decode step with k = ⌈I/B⌉, each P = p̄/ν tokens:
@@ -185,7 +187,14 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
             t_one = (prefix_step_time(model, n, cbar, m * Isl, -(m - 1) * Isl / 2) + over_step
                      + over_seq * (n + m))
-            service = np.where(k > 1, k * t_mix, t_one)
+            # multi-step prompts: k - 1 budget-limited steps, then the remainder r after (k - 1)s
+            # cached tokens, in a step the other prompts in flight fill up to pbar tokens
+            r = Isl - (k - 1) * s
+            last = np.minimum(np.maximum(r, pbar), b)
+            q_last = r * ((k - 1) * s - (last - r)) / last   # attention-equivalent prefix of the step
+            t_last = (prefix_step_time(model, n, cbar, last, q_last) + over_step
+                      + over_seq * (n + np.maximum(last / Isl, 1.0)))
+            service = np.where(k > 1, (k - 1) * t_mix + t_last, t_one)
             t_wait = t_dec
         # the arrival waits for the step in progress: in a closed loop without think time a whole
         # (decode) step, since the next step starts at the completion that triggers the arrival;
