@@ -12,7 +12,7 @@ breakdowns can show which bound dominates. Communication is costed in :mod:`perf
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -186,7 +186,8 @@ def gemm_cost(flops: ArrayLike, data: ArrayLike, m: ArrayLike, n: ArrayLike | No
 
 def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidden: ArrayLike,
              inter: ArrayLike, matrices: ArrayLike, peak_flops: float, bandwidth: float, eff: Efficiency,
-             compute: str, weight_bytes: float, act_bytes: float = 2.0, served: bool = False) -> OpTime:
+             compute: str, weight_bytes: float, act_bytes: float = 2.0, graph_replayed: ArrayLike = False
+             ) -> OpTime:
     """Time of one fused MoE block (routed experts) on a device.
 
     The routed (token, expert) pairs R of the device run through the E_hit local experts it holds
@@ -227,10 +228,11 @@ def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidde
         Compute format (``bf16``, ``fp8``, ``fp8_block``, ``fp4``): selects the terms.
     weight_bytes, act_bytes : float
         Bytes per weight and per activation element [B].
-    served : bool
-        The block runs inside a serving engine's step: t_k is capped at two bf16 GEMM launches. The
-        tables time the block's routing, permute, GEMM and finalize kernels launched one by one from
-        Python (≈ 25–30 µs on every accelerator); engines fuse and graph-replay them.
+    graph_replayed : array_like of bool
+        Where true the block runs in a CUDA-graph replay (serving engines' decode-only steps): t_k is
+        capped at two bf16 GEMM launches. The tables time the block's routing, permute, GEMM and
+        finalize kernels launched one by one from Python (≈ 25–31 µs on every accelerator), which is
+        also how engines launch steps that carry prompt tokens.
     """
     t, r, e, h, i, mats = (np.asarray(x, dtype=float) for x in (tokens, routed, experts_hit, hidden, inter,
                                                                matrices))
@@ -249,10 +251,10 @@ def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidde
     eta_m = terms.get("memory", eff.memory)
     eta_c = gemm_compute_eta(m_e, terms.get("compute", eff.gemm_eta(compute)), terms.get("m_half", 0.0))
     fixed = terms.get("kernel_overhead", 0.0)
-    if served:
-        fixed = min(fixed, 2.0 * eff.op("gemm.bf16").get("kernel_overhead", eff.kernel_overhead))
-    part = op_time(flops, data, peak_flops, bandwidth, eta_c, eta_m, fixed, present,
+    replayed = min(fixed, 2.0 * eff.op("gemm.bf16").get("kernel_overhead", eff.kernel_overhead))
+    part = op_time(flops, data, peak_flops, bandwidth, eta_c, eta_m, 1.0, present,
                    terms.get("overlap", math.inf))
+    part = replace(part, overhead=part.overhead * np.where(graph_replayed, replayed, fixed))
     shuffle = h * (t * terms.get("token_bytes", 0.0) + r * terms.get("pair_bytes", 0.0)) / (bandwidth * eta_m)
     serial = present * shuffle + e * present * terms.get("expert_overhead", 0.0)
     return OpTime(part.compute, part.memory, part.overhead, part.overlap, serial)

@@ -295,7 +295,7 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
                   m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
                   weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h),
                   moe={"tokens": t, "routed": routed_local, "hit": hit_local, "inter": inter,
-                       "matrices": float(mats)}))
+                       "matrices": float(mats), "decode_only": s.n_prefill * s.chunk <= 0}))
     if moe.shared_intermediate_size:
         s_inter = moe.shared_intermediate_size / g
         ops.append(_gemm("shared_up", "moe", t, (mats - 1) * s_inter, h, wb, ab))

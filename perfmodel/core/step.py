@@ -320,15 +320,16 @@ class StepModel:
         if op.moe is not None:
             x = op.moe
             return moe_time(x["tokens"], x["routed"], x["hit"], self.model.hidden_size, x["inter"],
-                            x["matrices"], self.peak, self.bandwidth, eff, self.precision.compute,
-                            self.precision.weights.bytes, self.precision.act_bytes, served=True)
+                            x["matrices"], self.peak, self.bandwidth, eff, self.precision.matmul_format,
+                            self.precision.weights.bytes, self.precision.act_bytes,
+                            graph_replayed=x["decode_only"])
         if op.kind == "gemm":
             if op.k is None:  # per-head batched products (MLA absorption): plain GEMM form
-                eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.compute), eff.gemm_m_half)
+                eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.matmul_format), eff.gemm_m_half)
                 return op_time(op.flops, op.bytes, self.peak, self.bandwidth, eta_c, eff.memory,
                                eff.kernel_overhead, op.kernels)
             return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
-                             self.precision.compute, op.kernels, fused_quantization=True)
+                             self.precision.matmul_format, op.kernels, fused_quantization=True)
         if op.kind == "attention_decode" and op.attention and eff.op(op.attention["family"]):
             a = op.attention
             t = attention_decode_time(a["batch"], a["kv_len"], a["heads"], a["kv_width"], a["d_qk"],
