@@ -47,6 +47,8 @@ DTYPES: dict[str, DType] = {
         DType("bf16", 16.0, "bf16"),
         DType("fp16", 16.0, "fp16"),
         DType("fp8", 8.0, "fp8"),
+        # 128x128 weight blocks with one fp32 scale each (DeepSeek-V3 style checkpoints)
+        DType("fp8_block", 8.0 + 32.0 / (128 * 128), "fp8"),
         DType("int8", 8.0, "int8"),
         DType("fp6", 6.0, "fp6"),
         DType("int4", 4.125, "bf16"),
@@ -58,7 +60,7 @@ DTYPES: dict[str, DType] = {
 #: Aliases accepted anywhere a dtype name is.
 DTYPE_ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
-    "fp8_e4m3": "fp8", "e4m3": "fp8", "float8": "fp8", "fp8_block": "fp8", "w4a16": "int4",
+    "fp8_e4m3": "fp8", "e4m3": "fp8", "float8": "fp8", "block_fp8": "fp8_block", "w4a16": "int4",
     "int4_awq": "int4", "w4a16_mxfp4": "mxfp4",
 }
 
@@ -112,6 +114,14 @@ class Precision:
         order = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
         wc, ac = self.weights.compute, self.activations.compute
         return wc if order.index(wc) > order.index(ac) else ac
+
+    @property
+    def matmul_format(self) -> str:
+        """Key of the fitted GEMM / MoE terms of an efficiency profile: :attr:`compute`, except
+        ``fp8_block`` for block-scaled FP8 weights (their kernels differ from per-tensor FP8's)."""
+        if self.weights.name == "fp8_block" and self.compute == "fp8":
+            return "fp8_block"
+        return self.compute
 
     @property
     def act_bytes(self) -> float:

@@ -47,11 +47,29 @@ def test_fp4_on_hopper_is_weight_only_with_fp8_kv():
 
 
 def test_empty_precision_uses_checkpoint_format():
-    assert checkpoint_default_format("Qwen/Qwen3-235B-A22B-FP8") == "fp8"
-    assert checkpoint_default_format("deepseek-ai/DeepSeek-R1") == "fp8"
+    # block-scaled FP8 checkpoints (config.json weight_block_size [128, 128]) vs NVIDIA per-tensor FP8
+    assert checkpoint_default_format("Qwen/Qwen3-235B-A22B-FP8") == "fp8_block"
+    assert checkpoint_default_format("deepseek-ai/DeepSeek-R1") == "fp8_block"
+    assert checkpoint_default_format("nvidia/Llama-3.1-8B-Instruct-FP8") == "fp8"
     assert checkpoint_default_format("Qwen/Qwen3-32B") == "bf16"
     dep, _ = map_rows(pd.DataFrame([_row(precision=np.nan, gemm_quant_mode=np.nan, moe_quant_mode=np.nan)]))
     assert dep.iloc[0].weights == "bf16" and dep.iloc[0].kv_cache == "bf16"
+
+
+def test_fp8_rows_of_block_scaled_checkpoints_use_the_block_fp8_terms():
+    """A row saying fp8 for DeepSeek-R1 runs its block-scaled checkpoint: weights fp8_block (the
+    profiles' gemm/moe.fp8_block terms), fp8 activations and the fp8 peak; Llama FP8 stays per-tensor."""
+    from perfmodel.precision import Precision
+
+    ds = _row(model_path="deepseek-ai/DeepSeek-R1", precision="fp8", gemm_quant_mode="fp8",
+              moe_quant_mode="fp8", tp_size=8, moe_ep_size=8)
+    llama = _row(model_path="nvidia/Llama-3.1-8B-Instruct-FP8", precision="fp8", gemm_quant_mode="fp8")
+    dep, skipped = map_rows(pd.DataFrame([ds, llama]))
+    assert skipped.empty
+    assert list(dep.weights) == ["fp8_block", "fp8"] and list(dep.activations) == ["fp8", "fp8"]
+    prec = Precision.of("fp8_block", "fp8")
+    assert prec.compute == "fp8" and prec.matmul_format == "fp8_block"
+    assert Precision.of("fp8").matmul_format == "fp8"
 
 
 @pytest.mark.parametrize("change, reason", [

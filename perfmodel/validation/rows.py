@@ -45,7 +45,7 @@ SYSTEMS: dict[str, str] = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200
 
 #: ``gemm_quant_mode`` / ``precision`` values -> weight format.
 WEIGHT_FORMATS: dict[str, str] = {
-    "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "fp4": "nvfp4", "int4_wo": "int4", "int4": "int4",
+    "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "fp4": "nvfp4", "int4_wo": "int4", "int4": "int4",
     "w4a16": "int4", "bf16": "bf16", "fp16": "fp16", "mxfp4": "mxfp4",
 }
 
@@ -99,7 +99,7 @@ def kv_cache_format(backend: str, weights: str, policy: KVPolicy = DEFAULT_KV_PO
     """
     if weights in policy.quantized_kv_weights:
         return "fp8"
-    if backend in policy.quantized_kv_backends and weights in ("fp8", "nvfp4", "mxfp4"):
+    if backend in policy.quantized_kv_backends and weights in ("fp8", "fp8_block", "nvfp4", "mxfp4"):
         return "fp8"
     return "bf16"
 
@@ -151,11 +151,15 @@ def _formats(row: dict, hardware: str, policy: KVPolicy) -> tuple[str, str, str]
     weights = WEIGHT_FORMATS.get(raw.lower()) if raw else checkpoint_default_format(row["model_path"])
     if weights is None:
         raise ValueError(f"unknown weight format {raw!r}")
+    if weights == "fp8" and checkpoint_default_format(row["model_path"]) == "fp8_block":
+        weights = "fp8_block"   # the FP8 checkpoint of this model is block-scaled
     acc = load_accelerator(hardware)
     if weights in ("nvfp4", "mxfp4") and "fp4" not in acc.compute:
         activations = "bf16"
     elif weights in ("fp8", "nvfp4", "mxfp4"):
         activations = weights
+    elif weights == "fp8_block":
+        activations = "fp8"
     else:
         activations = "bf16"
     return weights, activations, kv_cache_format(row["backend"], weights, policy)

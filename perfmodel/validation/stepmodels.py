@@ -69,7 +69,7 @@ class StepModelCache:
         has nothing to vary (see :func:`perfmodel.core.efficiency.small_m_variant`)."""
         if key not in self._variants:
             base = self.get(key)
-            eff = small_m_variant(base.efficiency, base.precision.compute)
+            eff = small_m_variant(base.efficiency, base.precision.matmul_format)
             self._variants[key] = None if eff is None else _build(key, eff)
         return self._variants[key]
 
