@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from perfmodel.errors import ConfigError
@@ -131,6 +131,7 @@ def test_prefill_batch_time_charges_the_last_chunk_for_its_own_tokens():
 
 
 @settings(max_examples=40, deadline=None)
+@example(c=624.0, isl=17, osl=2, p=1, d=1, z=0.0, sync=0.0)   # prompts per prefill step near capacity
 @given(c=st.floats(1, 2000), isl=st.integers(16, 20000), osl=st.integers(2, 4000), p=st.integers(1, 4),
        d=st.integers(1, 8), z=st.floats(0, 2), sync=st.floats(0, 1))
 def test_closed_loop_identity_and_bounds(c, isl, osl, p, d, z, sync):
