@@ -370,16 +370,17 @@ def findings_text(d: dict) -> str:
    moved the TTFT to the figures above: the more faithful wave is shorter, and the data preferred the
    longer one for TensorRT-LLM (whose TTFT at 1024/1024 is also higher than at 1024/8192, item 4):
    grouped 5-fold TPOT 11.6 / 35.5 %, TTFT 30.4 / 90.7 % (leave-one-system-out 12.6 / 38.6 % and
-   30.7 / 94.0 %; leave-one-model-out 12.7 / 38.1 % and 32.8 / 101.2 %). Items 10 and 11 then gave the
+   30.7 / 94.0 %; leave-one-model-out 12.7 / 38.1 % and 32.8 / 101.2 %). Items 10–12 then gave the
    figures at the top.
 10. **Fused MoE blocks are costed from their own measurements.** The step model costed the routed
    experts as one grouped GEMM with the format's GEMM terms, which the fused-MoE tables put 50–63 % low
    (median, held out; worse at many tokens and high EP, where routing, permutation and finalize over
    every token of the step dominate). `perfmodel.core.costs.moe_time` with the `moe.<format>` terms of
-   the per-accelerator profiles is 12–16 % off on held-out shapes (docs/calibration.md). Served, the
-   block's fixed time is capped at two GEMM launches: the tables launch its ≈ 6 kernels one by one
-   (≈ 30 µs per block), and with that time uncapped gpt-oss (36 layers, 2–6 ms TPOT) was predicted
-   30–45 % slow. The serving errors hardly moved (grouped 5-fold TPOT 11.6 / 35.5 → 11.6 / 34.0 %,
+   the per-accelerator profiles is 12–16 % off on held-out shapes (docs/calibration.md). In decode-only
+   steps (CUDA-graph replays) the block's fixed time is capped at two GEMM launches: the tables launch
+   its ≈ 6 kernels one by one (≈ 30 µs per block), and with that time uncapped gpt-oss (36 layers,
+   2–6 ms TPOT) was predicted 30–45 % slow; steps carrying prompt tokens, launched eagerly, keep it.
+   The serving errors hardly moved (grouped 5-fold TPOT 11.6 / 35.5 → 11.6 / 34.0 %,
    TTFT 30.4 / 90.7 → 30.9 / 90.2 %), but the kernel factors the engines need fell (decode, before →
    after: TensorRT-LLM 1.73 → 1.78, vLLM 2.25 → 2.22, SGLang 2.11 → 1.95; prefill 5.5 → 4.9,
    10.1 → 7.6, 1.7 → 1.2, the prefill ones after item 11 too) and calibrated per-op prediction with
@@ -392,6 +393,18 @@ def findings_text(d: dict) -> str:
    whole 8192-token prefill). Fixing both moved vLLM's median signed TTFT error on its 220 rows with
    8192-token prompts from +34 % to +14 % (training), and the grouped 5-fold TTFT from 30.9 / 90.2 %
    to 28.4 / 86.5 %.
+12. **Block-scaled FP8.** DeepSeek-V3/R1, MiniMax-M2.5 and Qwen's `-FP8` checkpoints are 128 × 128
+   block-scaled (their config.json says `weight_block_size`), though the CSV labels most of their
+   rows `fp8`.
+   They now use the profiles' `gemm.fp8_block` / `moe.fp8_block` terms, measured on the block-FP8
+   kernels, instead of per-tensor FP8's: on Hopper the block-FP8 fused MoE reaches 34–40 % of the FP8
+   peak against 65–81 % per-tensor. With the MoE block's eager fixed time kept in prompt-carrying steps
+   (item 10) the grouped 5-fold errors went from TPOT 11.8 / 34.0 %, TTFT 28.4 / 86.5 % (eager time
+   capped everywhere) to 11.5 / 34.6 % and 28.7 / 86.8 %, and with block-FP8 to the figures at the top.
+   TensorRT-LLM's DeepSeek TTFT on H200 moved from about −48 % to −28 %, while SGLang's, already
+   predicted about 2× too slow, moved further up: SGLang's Hopper block-FP8 kernels (DeepGEMM) are
+   faster than the TensorRT-LLM kernels the tables measured, which one set of per-accelerator terms
+   cannot express (its fitted prefill kernel factor fell below 1).
 """
 
 
