@@ -268,7 +268,7 @@ def _tactic_phrase(cal: dict) -> str:
     if min(c["small_m_tactic"] for c in cal.values() if "small_m_tactic" in c) >= 0.9:
         return ("at or near its upper bound, so it acts as a switch (the variant is the physical end of "
                 "the range: no small-M compute penalty at all)")
-    return ("where it is below 1 the optimum is flat: the block-FP8 and fused-MoE terms (items 10 and 12) "
+    return ("where it is below 1 the optimum is flat: the fused-MoE FP4 terms (item 10) "
             "already carry part of the served FP4 speed-up, and the fit trades it against the kernel "
             "factors")
 
