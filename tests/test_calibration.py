@@ -206,7 +206,7 @@ def test_moe_time_by_hand():
     assert plain.total == pytest.approx(max(flops / P, data / (B * 0.7)) + 2 * 3e-6, rel=1e-12)
 
 
-def test_fastest_moe_backend_keeps_one_row_per_shape():
+def test_slower_moe_backend_of_a_shape_is_skipped_with_a_reason():
     base = {"system": "b200_sxm", "backend": "trtllm", "backend_version": "x", "moe_dtype": "nvfp4",
             "num_tokens": 8, "hidden_size": 7168, "inter_size": 2048, "topk": 8, "num_experts": 256,
             "moe_tp_size": 1, "moe_ep_size": 8, "distribution": "balanced"}
@@ -215,5 +215,9 @@ def test_fastest_moe_backend_keeps_one_row_per_shape():
                         {**base, "kernel_source": "moe_torch_flow_nongated", "latency_ms": 0.05},
                         {**base, "num_tokens": 16, "kernel_source": "moe_torch_flow_cutlass",
                          "latency_ms": 0.2}])
-    kept = ops_data.tidy(raw, "moe")
-    assert sorted(kept["latency_ms"]) == [0.05, 0.06, 0.2]   # the slower gated duplicate is dropped
+    tidy = ops_data.tidy(raw, "moe")
+    # the slower gated duplicate is marked; non-gated rows are a different FFN
+    assert list(tidy["slower_duplicate"]) == [True, False, False, False]
+    pred = predict_table(tidy, "calibrated")
+    assert pred["skip_reason"].iloc[0].startswith("slower backend") and np.isnan(pred["predicted_s"].iloc[0])
+    assert (pred["skip_reason"].iloc[1:] == "").all() and pred["predicted_s"].iloc[1:].notna().all()

@@ -169,7 +169,7 @@ def fit_system(system: str, tables: dict[str, pd.DataFrame], max_rows: int = MAX
     eff = fit(eff, dev, [("mla_prefill", _fit_rows(t["mla_prefill"], None, max_rows))],
               _op("mla_prefill", PREFILL_EXT, skip=("compute_fp8", "head_dim_half")))
     # -- extended: fused MoE per compute format (formats sharing a GEMM format are fitted together)
-    moe = t["moe"]
+    moe = t["moe"][~t["moe"]["slower_duplicate"].to_numpy(bool)]
     fmt_of = moe["moe_dtype"].map(od.DTYPE_TO_FORMAT)
     for fmt in sorted(fmt_of.dropna().unique()):
         rows = _fit_rows(moe[fmt_of == fmt], None, max_rows)

@@ -149,6 +149,10 @@ def predict_nccl(g: pd.DataFrame, eff: Efficiency, dev: od.Device):
 
 
 
+#: Skip reason of MoE rows that are the slower of two backends measured on one shape.
+SLOWER_BACKEND = "slower backend of a shape also measured with a faster one (engines pick the fastest)"
+
+
 def moe_expert_load(tokens, topk, experts, ep) -> tuple[np.ndarray, np.ndarray]:
     """Routed (token, expert) pairs per EP rank and distinct local experts hit (uniform routing).
 
@@ -164,9 +168,13 @@ def predict_moe(g: pd.DataFrame, eff: Efficiency, dev: od.Device):
     Tokens T = ``num_tokens``; routed pairs and hit experts per EP rank from uniform routing
     (:func:`moe_expert_load`); per-device intermediate size ``inter_size / moe_tp_size``; gated
     (3 matrices) except the ``moe_torch_flow_nongated`` rows. Routing skew (power-law rows) is not
-    modelled: the uniform expectation is used for every row.
+    modelled: the uniform expectation is used for every row. Slower backends of a shape measured
+    twice (``slower_duplicate``, see :func:`perfmodel.calibration.ops_data.slower_moe_backend`) are
+    skipped with that reason.
     """
     pred, why = _nan_skip(len(g))
+    if "slower_duplicate" in g:
+        why[g["slower_duplicate"].to_numpy(bool)] = SLOWER_BACKEND
     for dtype, idx in g.groupby("moe_dtype").indices.items():
         fmt, comp = od.DTYPE_TO_FORMAT.get(dtype), od.DTYPE_TO_COMPUTE.get(dtype)
         if fmt is None:
@@ -175,6 +183,7 @@ def predict_moe(g: pd.DataFrame, eff: Efficiency, dev: od.Device):
         if comp not in dev.peaks:
             why[idx] = f"no {comp} peak on {dev.accelerator}"
             continue
+        idx = idx[why[idx] == ""]
         x = g.iloc[idx]
         routed, hit = moe_expert_load(x["num_tokens"], x["topk"], x["num_experts"], x["moe_ep_size"])
         inter = x["inter_size"].to_numpy(float) / x["moe_tp_size"].to_numpy(float)

@@ -158,23 +158,23 @@ def tidy(df: pd.DataFrame, kind: str | None = None) -> pd.DataFrame:
         out["message_bytes"] = out["message_size_bytes"].astype(float)
     out["split"] = np.where(shape_hash(out, kind) < TRAIN_PERCENT, "train", "test")
     if kind == "moe":
-        out = fastest_moe_backend(out)
+        out["slower_duplicate"] = slower_moe_backend(out)
     return out
 
 
-def fastest_moe_backend(df: pd.DataFrame) -> pd.DataFrame:
-    """Keep one row per MoE shape: the fastest of the backends that measured it.
+def slower_moe_backend(df: pd.DataFrame) -> np.ndarray:
+    """Rows of MoE shapes measured with several backends that are not the fastest one (bool array).
 
     On B200/GB200 some NVFP4 shapes are measured with both the CUTLASS and the min-latency fused MoE
     (median 0.6x the CUTLASS time); an engine picks its MoE backend per shape, so the slower duplicate
-    is not what a served step runs. Gated and non-gated (ReLU2) rows are different FFNs and are kept
-    apart.
+    is not what a served step runs: it is skipped (with that reason) in validation and left out of
+    the fit. Gated and non-gated (ReLU2) rows are different FFNs and are compared apart.
     """
     key = ["system", "moe_dtype", *SHAPE_KEYS["moe"]]
     gated = (df["kernel_source"] != "moe_torch_flow_nongated").rename("gated")
     order = df.assign(gated=gated).sort_values("latency_s", kind="stable")
-    keep = ~order.duplicated(subset=[*key, "gated"], keep="first")
-    return df.loc[order.index[keep.to_numpy()]].sort_index()
+    slower = order.duplicated(subset=[*key, "gated"], keep="first")
+    return slower.reindex(df.index).to_numpy()
 
 
 def read_table(kind: str, root: str | Path | None = None) -> pd.DataFrame:
