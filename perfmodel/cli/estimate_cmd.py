@@ -43,7 +43,8 @@ def register(sub) -> None:
                         "so TensorRT-LLM's 'TP 8 with attention DP' is --tp 1 --dp-attention 8 --ep 8")
     p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1)")
     p.add_argument("--precision", default="",
-                   help="weights: fp8, fp4/nvfp4, int4_wo, bf16 (default: the checkpoint's own format)")
+                   help="weights: fp8 (block-scaled where the checkpoint is, e.g. DeepSeek-R1), fp8_block, "
+                        "fp4/nvfp4, int4_wo, bf16 (default: the checkpoint's own format)")
     g = p.add_argument_group("P/D disaggregation")
     g.add_argument("--prefill-workers", type=int, help="prefill replicas (makes the deployment disaggregated)")
     g.add_argument("--decode-workers", type=int, help="decode replicas (default 1)")

@@ -51,8 +51,8 @@ WEIGHT_FORMATS: dict[str, str] = {
 
 #: User-facing precision names -> ``gemm_quant_mode`` / ``moe_quant_mode`` values of the schema
 #: ('' for anything else: the checkpoint's own format).
-QUANT_MODE_OF_PRECISION: dict[str, str] = {"fp4": "nvfp4", "nvfp4": "nvfp4", "fp8": "fp8", "int4": "int4_wo",
-                                           "int4_wo": "int4_wo"}
+QUANT_MODE_OF_PRECISION: dict[str, str] = {"fp4": "nvfp4", "nvfp4": "nvfp4", "fp8": "fp8", "fp8_block": "fp8_block",
+                                           "int4": "int4_wo", "int4_wo": "int4_wo"}
 
 #: Columns a file must have to be read as measured serving runs.
 REQUIRED_COLUMNS = ("model_path", "system", "backend", "mode", "isl", "osl", "batch_size", "tp_size",
