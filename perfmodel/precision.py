@@ -102,7 +102,7 @@ class Precision:
         same as weights, as in FP8 and NVFP4 serving), ``kv_cache`` defaults to bf16."""
         w = dtype(weights, "weights")
         if activations is None:
-            a = w if w.compute in ("fp8", "fp4") else DTYPES["bf16"]
+            a = (DTYPES["fp8"] if w.name == "fp8_block" else w) if w.compute in ("fp8", "fp4") else DTYPES["bf16"]
         else:
             a = dtype(activations, "activations")
         kv = dtype(kv_cache, "kv_cache") if kv_cache is not None else DTYPES["bf16"]

@@ -212,3 +212,40 @@ def test_chunk_after_a_cached_prefix_costs_less_than_the_whole_prompt(model, har
     # and the pair count still grows with the prefix
     shorter = sm.breakdown(StepShape.make(n_prefill=1, chunk=p, past=q / 2)).op_total["attention"]
     assert np.all(shorter < with_past)
+
+
+def test_selected_breakdown_rows_keep_every_time_part():
+    """select(k) of a stacked breakdown is the breakdown of shape k: the MoE block's serial kernels
+    and the fitted smooth roofline survive (they were dropped, 0.23 s against a 0.36 s prefill)."""
+    from perfmodel.core.step import StepModel
+
+    sm = StepModel(model="deepseek-v3", hardware="b200", tp=8, weights="fp8_block", kv_cache="fp8")
+    shapes = StepShape.make(n_decode=np.array([0.0, 16.0]), context=2048.0,
+                            n_prefill=np.array([16.0, 0.0]), chunk=1024.0)
+    whole = sm.breakdown(shapes)
+    for k in range(2):
+        part = whole.select(k)
+        assert float(part.total) == pytest.approx(float(np.asarray(whole.total)[k]), rel=1e-12)
+        assert sum(float(v) for v in part.op_total.values()) + float(part.comm_total) \
+            + float(part.step_overhead) == pytest.approx(float(part.total), rel=1e-12)
+
+
+def test_block_fp8_and_eager_moe_launches_in_step_times():
+    """fp8_block weights select the block-FP8 GEMM/MoE terms (same peak); the MoE block's measured
+    eager fixed time is charged in steps carrying prompt tokens and capped in decode-only steps."""
+    from perfmodel.core.efficiency import load_profile
+    from perfmodel.core.step import StepModel
+
+    block = StepModel(model="deepseek-v3", hardware="h200-sxm", tp=8, weights="fp8_block", kv_cache="fp8")
+    tensor = StepModel(model="deepseek-v3", hardware="h200-sxm", tp=8, weights="fp8", kv_cache="fp8")
+    assert block.peak == tensor.peak
+    # Hopper block-FP8 fused MoE reaches about half the per-tensor FP8 compute efficiency: slower prefill
+    assert float(block.step_time(0, 0, 8192)) > 1.2 * float(tensor.step_time(0, 0, 8192))
+    eff = load_profile("h200-sxm")
+    t_k = eff.op("moe.fp8_block")["kernel_overhead"]
+    cap = 2 * eff.op("gemm.bf16")["kernel_overhead"]
+    moe_layers = 58
+    mixed = block.breakdown(StepShape.make(n_decode=8, context=2048, n_prefill=1, chunk=1))
+    decode = block.breakdown(StepShape.make(n_decode=8, context=2048))
+    assert float(mixed.overhead["moe"] - decode.overhead["moe"]) == pytest.approx(moe_layers * (t_k - cap),
+                                                                                  rel=0.02)

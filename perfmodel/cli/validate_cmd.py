@@ -40,7 +40,8 @@ def register(sub) -> None:
     g.add_argument("--attention-dp", type=int, default=1)
     g.add_argument("--ep", type=int, default=1)
     g.add_argument("--replicas", type=int, default=1, help="replicas sharing the client concurrency")
-    g.add_argument("--precision", default="", help="fp8, fp4, int4_wo, bf16 ('' = checkpoint default)")
+    g.add_argument("--precision", default="",
+                   help="fp8, fp8_block, fp4, int4_wo, bf16 ('' = checkpoint default; fp8 follows a block-scaled checkpoint)")
     g.add_argument("--concurrency", type=int, help="client concurrency (default: the one in the file)")
     add_format_arg(p)
     p.set_defaults(func=run)

@@ -27,8 +27,9 @@ class OpTime:
     ``overlap`` is the exponent p of the smooth roofline :math:`(t_c^p + t_m^p)^{1/p} + t_{kernel}`
     (optional, fitted per op family in calibration profiles); the default ``inf`` is the hard ``max``
     (perfect overlap of compute and memory) and p = 1 is no overlap (sum). ``serial`` is work done by
-    separate kernels that overlaps neither part (MoE routing, permutation and finalize); it is not a
-    fixed per-launch time, so engines do not scale it with ``overhead``.
+    separate kernels that overlaps neither part (MoE routing, permutation and finalize, and the MoE
+    block's fixed time per hit expert); it is not a per-launch time, so engines do not scale it with
+    ``overhead``.
     """
 
     compute: np.ndarray
@@ -44,9 +45,7 @@ class OpTime:
             out = np.maximum(self.compute, self.memory)
         else:
             out = smooth_max(self.compute, self.memory, self.overlap)
-        out = out + self.serial
-        out += self.overhead
-        return out
+        return out + self.serial + self.overhead
 
 
 def smooth_max(a: ArrayLike, b: ArrayLike, p: float = math.inf) -> np.ndarray:
@@ -207,7 +206,9 @@ def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidde
         t_c = \\frac{F}{P\\,\\eta_c M_e/(M_e + M_{1/2})}, \\quad t_m = \\frac{D}{B\\,\\eta_m}
 
     where T is every token entering the block on the device (routing, input quantisation and the
-    output of all T tokens, whatever the EP degree) and R the routed pairs (permute and un-permute).
+    output of all T tokens, whatever the EP degree; with attention DP the step model passes the
+    tokens of all ranks, as an all-gather dispatch delivers them) and R the routed pairs (permute
+    and un-permute).
     Keys: ``compute`` (η_c), ``m_half`` (M½), ``memory`` (η_m), ``overlap`` (p), ``token_bytes``
     (β_T [B per hidden element]), ``pair_bytes`` (β_R), ``expert_overhead`` (t_e [s]),
     ``kernel_overhead`` (t_k [s] per block).

@@ -70,9 +70,9 @@ def dominant_term(compute, memory, comm) -> np.ndarray:
 class StepBreakdown:
     """Per op class time parts of a step [s] (arrays over operating points).
 
-    ``compute``/``memory``/``overhead`` map op class -> summed parts; an op's time is
-    max(compute, memory) + overhead, so ``op_total`` (the sum of per-op maxima) is what adds up to
-    ``total``. ``comm`` maps message name -> exposed time; ``step_overhead`` is the framework time.
+    ``compute``/``memory``/``overhead`` map op class -> summed parts; an op's time is the (smooth)
+    maximum of compute and memory plus its serial kernels and overhead (:class:`~perfmodel.core.costs.OpTime`),
+    so ``op_total`` (the sum of per-op times) is what adds up to ``total``. ``comm`` maps message name -> exposed time; ``step_overhead`` is the framework time.
     Sums are formed lazily: a million-point sweep only pays for the totals it reads.
     """
 
@@ -141,7 +141,8 @@ class StepBreakdown:
         def row(v):
             return np.asarray(v)[k] if np.ndim(v) else v
 
-        ops = [(c, OpTime(row(p.compute), row(p.memory), row(p.overhead)), w) for c, p, w in self.ops]
+        ops = [(c, OpTime(row(p.compute), row(p.memory), row(p.overhead), p.overlap, row(p.serial)), w)
+               for c, p, w in self.ops]
         return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
 
 

@@ -15,13 +15,15 @@ s = min(I, B − n) tokens (s = I without chunked prefill), k = ⌈I/s⌉ steps 
     \mathrm{TPOT} = \varphi\,T(n, \bar c, s, q) + (1-\varphi)\,T(n, \bar c, 0, 0)
 
     \mathrm{TTFT} = W + \begin{cases} T(n, \bar c, mI, -(m-1)I/2) & k = 1 \\
-                                       (k - 1)\,T(n, \bar c, s, q) + T(n, \bar c, P_r, q_r) & k > 1 \end{cases}
+                                       (k - 1)\,T(n, \bar c, s, (k-2)s/2) + T(n, \bar c, P_r, q_r) & k > 1 \end{cases}
 
 q is the mean cached prefix of a chunk; a one-step prompt shares its step with the m = 1 + λ prompts
 (size-biased, at most (B − n)/I) that arrived with it, whose attention pairs give the negative
 equivalent prefix (see :mod:`perfmodel.serving.steptable`). A longer prompt's last step carries its
 remainder r = I − (k − 1)s after (k − 1)s cached tokens, topped up to P_r = min(max(r, p̄), B − n)
-tokens by the other prompts in flight (q_r: the remainder's prefix weighted by its share of P_r).
+tokens by the other prompts in flight; the k − 1 full steps have the prompt's mean own prefix
+(k − 2)s/2. Prefixes are attention-equivalent: q_r = r((k − 1)s − (P_r − r))/P_r counts the other
+prompts' P_r − r tokens as fresh.
 
 *prefill-first* (SGLang): prompts run in prefill-only steps of up to B tokens, ν = max(λk, p̄/B) of
 them per decode step with k = ⌈I/B⌉, each P = p̄/ν tokens:
@@ -187,14 +189,18 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
             t_one = (prefix_step_time(model, n, cbar, m * Isl, -(m - 1) * Isl / 2) + over_step
                      + over_seq * (n + m))
-            # multi-step prompts: k - 1 budget-limited steps, then the remainder r after (k - 1)s
-            # cached tokens, in a step the other prompts in flight fill up to pbar tokens
+            # multi-step prompts: k - 1 budget-limited steps (own chunks after (k - 2)s/2 cached
+            # tokens on average), then the remainder r after (k - 1)s cached tokens, in a step the
+            # other prompts in flight fill up to pbar tokens; prefixes are attention-equivalent
+            # (the prompt's own tokens' prefix weighted by their share of the step)
+            t_full = (prefix_step_time(model, n, cbar, chunk, np.maximum(k - 2, 0) * s / 2 * s / chunk)
+                      + over_step + over_seq * (n + prompts))
             r = Isl - (k - 1) * s
             last = np.minimum(np.maximum(r, pbar), b)
-            q_last = r * ((k - 1) * s - (last - r)) / last   # attention-equivalent prefix of the step
+            q_last = r * ((k - 1) * s - (last - r)) / last
             t_last = (prefix_step_time(model, n, cbar, last, q_last) + over_step
                       + over_seq * (n + np.maximum(last / Isl, 1.0)))
-            service = np.where(k > 1, (k - 1) * t_mix + t_last, t_one)
+            service = np.where(k > 1, (k - 1) * t_full + t_last, t_one)
             t_wait = t_dec
         # the arrival waits for the step in progress: in a closed loop without think time a whole
         # (decode) step, since the next step starts at the completion that triggers the arrival;
