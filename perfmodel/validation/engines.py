@@ -24,7 +24,13 @@ the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`
 ``sync_fraction`` [-]
     how synchronised the closed loop's arrivals are, 0 (spread over the decode steps, the steady
     state) to 1 (every request arrives with its wave): weight of the wave prefill wait of
-    :mod:`perfmodel.serving.waves` added to the TTFT.
+    :mod:`perfmodel.serving.waves` added to the TTFT;
+``first_token_steps`` [-]
+    decode steps, 0 to 3, between a prompt's last prefill step and its first token reaching the
+    client, added to the TTFT as that many mean decode steps (TPOT): engines that overlap scheduling
+    with the GPU (TensorRT-LLM's overlap scheduler, vLLM's async scheduling) return each step's
+    tokens one step late, and streaming or detokenisation may batch a few more. Fitted values at the
+    bound also stand for TTFT that grows with load faster than the closed form's queueing.
 
 Held at :data:`FIXED` (still stored, and usable by hand): ``step_overhead`` [s] and
 ``seq_overhead`` [s/seq] — the engine profile's host time per step and per sequence — and
@@ -65,12 +71,13 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "small_m_tactic": (0.0, 1.0, 0.1),
     "request_overhead": (1e-3, 1.0, 1e-2),
     "sync_fraction": (0.0, 1.0, 0.1),
+    "first_token_steps": (0.0, 3.0, 0.1),
 }
 #: Parameters without a unit.
 DIMENSIONLESS = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "sync_fraction")
 #: The parameters fitted.
 FITTED: tuple[str, ...] = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "request_overhead",
-                           "sync_fraction")
+                           "sync_fraction", "first_token_steps")
 #: Parameters held fixed in the fit (see module docstring); the rest start from the presets.
 FIXED: dict[str, float] = {"step_overhead": 0.0, "seq_overhead": 0.0, "layer_overhead": 0.0}
 #: Lower bound of ``request_overhead``: a request crosses at least an HTTP hop and the tokeniser.
@@ -90,6 +97,7 @@ class EngineCalibration:
     small_m_tactic: float = 0.0
     request_overhead: float = MIN_REQUEST_OVERHEAD
     sync_fraction: float = 0.0
+    first_token_steps: float = 0.0
     fit: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod

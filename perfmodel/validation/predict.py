@@ -30,6 +30,8 @@ from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 #: Fixed-point iterations passed to ``steady_state``: 20 reproduce its default (60) to < 1e-6 relative
 #: on the public rows (checked in the tests) at a third of the cost.
 STEADY_STATE_ITERATIONS = 20
+#: Bisection steps of the P/D closed form (2^-40 of the decode-batch range).
+DISAGG_ITERATIONS = 40
 
 
 def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.ndarray:
@@ -163,7 +165,8 @@ class ServingProblem:
         calibrations : mapping, optional
             Engine-level parameters per backend (default: the uncalibrated presets); the request
             overhead enters the closed loop as think time and is added to the TTFT, as is the
-            synchronised-wave wait (:mod:`perfmodel.serving.waves`) weighted by ``sync_fraction``.
+            synchronised-wave wait (:mod:`perfmodel.serving.waves`) weighted by ``sync_fraction``;
+            ``first_token_steps`` mean decode steps (TPOT) are added to the TTFT.
         backends : iterable of str, optional
             Evaluate only these backends (other rows are NaN).
         """
@@ -181,7 +184,8 @@ class ServingProblem:
             if backends is None or backend in backends:
                 for b in batches:
                     cal = calibrations[backend]
-                    yield b.positions, b.solve(cal, STEADY_STATE_ITERATIONS), cal.request_overhead
+                    res = b.solve(cal, DISAGG_ITERATIONS)
+                    yield b.positions, res, cal.request_overhead + cal.first_token_steps * res.tpot_s
         for backend, batches in self.batches.items():
             if backends is not None and backend not in backends:
                 continue
@@ -190,10 +194,11 @@ class ServingProblem:
             for b in batches:
                 tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
                                            cal.prefill_kernel_scale, cal.small_m_tactic)
-                yield b.positions, steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
-                                                think_time=cal.request_overhead,
-                                                iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
-                                                sync_fraction=cal.sync_fraction), cal.request_overhead
+                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
+                                   think_time=cal.request_overhead,
+                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
+                                   sync_fraction=cal.sync_fraction)
+                yield b.positions, res, cal.request_overhead + cal.first_token_steps * res.tpot_s
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
         """:attr:`rows` with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_n_decode`` (mean
