@@ -1697,7 +1697,8 @@ NB07 = [
     `estimate_serving` runs this same pipeline (format defaults, steady state, fitted engine
     parameters) on a deployment of your choice, so its figures carry the error measured above. Here
     Llama-3.1-70B FP8 on four H200 with vLLM, and the same with the uncalibrated engine preset: the
-    preset's TTFT lacks the request overhead and the synchronised arrivals the fit found.
+    preset's TTFT lacks the request overhead, the synchronised arrivals and the late first token the
+    fit found.
     """),
     code("""
     from perfmodel.validation.estimate import estimate_serving
