@@ -238,17 +238,15 @@ def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidde
     t, r, e, h, i, mats = (np.asarray(x, dtype=float) for x in (tokens, routed, experts_hit, hidden, inter,
                                                                matrices))
     present = (r > 0).astype(float)
-    flops = 2.0 * r * mats * h * i
     terms = eff.op(f"moe.{compute}")
+    if terms:  # the slowest EP rank sets the time: one that receives tokens holds a hit expert
+        e = np.maximum(e, present)
+    flops = 2.0 * r * mats * h * i
+    data = present * (e * mats * h * i * weight_bytes + r * (2.0 * h + mats * i) * act_bytes)
+    m_e = np.maximum(r / np.maximum(e, 1e-9), 1.0)
     if not terms:
-        data = present * (e * mats * h * i * weight_bytes + r * (2.0 * h + mats * i) * act_bytes)
-        m_e = np.maximum(r / np.maximum(e, 1e-9), 1.0)
         return gemm_cost(flops, data, m_e, None, h, peak_flops, bandwidth, eff, compute, 2.0 * present,
                          fused_quantization=True)
-    # the slowest EP rank sets the time: one that receives tokens holds at least one hit expert
-    e = np.maximum(e, present)
-    data = present * (e * mats * h * i * weight_bytes + r * (2.0 * h + mats * i) * act_bytes)
-    m_e = np.maximum(r / np.maximum(e, 1.0), 1.0)
     eta_m = terms.get("memory", eff.memory)
     eta_c = gemm_compute_eta(m_e, terms.get("compute", eff.gemm_eta(compute)), terms.get("m_half", 0.0))
     fixed = terms.get("kernel_overhead", 0.0)
@@ -396,5 +394,13 @@ def attention_prefill_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, k
     eta = eta_max * (dqv / 2.0) / (dqv / 2.0 + terms.get("head_dim_half", 0.0))
     t = op_time(flops, data, peak_flops, bandwidth, eta, terms.get("memory", eff.memory),
                 terms.get("kernel_overhead", eff.kernel_overhead), overlap=terms.get("overlap", math.inf))
-    tiles = b * H * np.ceil(s / 128.0)
-    return OpTime(t.compute + tiles * terms.get("tile_cost", 0.0), t.memory, t.overhead, t.overlap)
+    return OpTime(t.compute + prefill_tile_time(b, s, H, eff, family), t.memory, t.overhead, t.overlap)
+
+
+def prefill_tile_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, eff: Efficiency,
+                      family: str = "attention_prefill") -> np.ndarray:
+    """Fixed compute time of a prefill-attention call: ``tile_cost`` [s] per (sequence, head,
+    128-query tile), :math:`b H \\lceil s/128 \\rceil t_{tile}` (0 without ``op_params[family]``)."""
+    tiles = np.asarray(batch, dtype=float) * np.asarray(heads, dtype=float) * np.ceil(
+        np.asarray(isl, dtype=float) / 128.0)
+    return tiles * eff.op(family).get("tile_cost", 0.0)

@@ -28,6 +28,7 @@ from .costs import (
     gemm_cost,
     moe_time,
     op_time,
+    prefill_tile_time,
 )
 from .efficiency import Efficiency, profile_for
 from .memory import DEFAULT_RESERVE, kv_bytes_per_token_device, max_sequences, weights_per_device
@@ -350,8 +351,7 @@ class StepModel:
                 f_no_past = 2.0 * a["batch"] * a["heads"] * causal_pairs(a["isl"], a["window"]) * (
                     a["d_qk"] + a["d_v"])
                 cscale = np.where(f_no_past > 0, op.flops / f_no_past, 0.0)
-            tiles = (a["batch"] * a["heads"] * np.ceil(np.asarray(a["isl"], dtype=float) / 128.0)
-                     * eff.op(a["family"]).get("tile_cost", 0.0))
+            tiles = prefill_tile_time(a["batch"], a["isl"], a["heads"], eff, a["family"])
             return OpTime((t.compute - tiles) * cscale + tiles,
                           np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
                           t.overhead * op.kernels, t.overlap)

@@ -182,24 +182,24 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             chunk = np.where(pbar > s, np.minimum(pbar, b), s)
             prompts = np.maximum(chunk / Isl, 1.0)
             q = np.where(chunk > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - s, 0) / 2)
-            t_mix = prefix_step_time(model, n, cbar, chunk, q) + over_step + over_seq * (n + prompts)
+            def mixed(p, q, seqs):
+                """A step of the n decodes and p prompt tokens from ``seqs`` prompts, prefix q."""
+                return prefix_step_time(model, n, cbar, p, q) + over_step + over_seq * (n + seqs)
+
+            t_mix = mixed(chunk, q, prompts)
             tpot = phi * t_mix + (1 - phi) * t_dec
             # one-step prompts share their step with the others that arrived in the same step
             # (size-biased: 1 + lam prompts); multi-step prompts take k budget-limited steps
             m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
-            t_one = (prefix_step_time(model, n, cbar, m * Isl, -(m - 1) * Isl / 2) + over_step
-                     + over_seq * (n + m))
+            t_one = mixed(m * Isl, -(m - 1) * Isl / 2, m)
             # multi-step prompts: k - 1 budget-limited steps (own chunks after (k - 2)s/2 cached
             # tokens on average), then the remainder r after (k - 1)s cached tokens, in a step the
             # other prompts in flight fill up to pbar tokens; prefixes are attention-equivalent
             # (the prompt's own tokens' prefix weighted by their share of the step)
-            t_full = (prefix_step_time(model, n, cbar, chunk, np.maximum(k - 2, 0) * s / 2 * s / chunk)
-                      + over_step + over_seq * (n + prompts))
+            t_full = mixed(chunk, np.maximum(k - 2, 0) * s / 2 * s / chunk, prompts)
             r = Isl - (k - 1) * s
             last = np.minimum(np.maximum(r, pbar), b)
-            q_last = r * ((k - 1) * s - (last - r)) / last
-            t_last = (prefix_step_time(model, n, cbar, last, q_last) + over_step
-                      + over_seq * (n + np.maximum(last / Isl, 1.0)))
+            t_last = mixed(last, r * ((k - 1) * s - (last - r)) / last, np.maximum(last / Isl, 1.0))
             service = np.where(k > 1, (k - 1) * t_full + t_last, t_one)
             t_wait = t_dec
         # the arrival waits for the step in progress: in a closed loop without think time a whole

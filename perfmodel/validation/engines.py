@@ -111,6 +111,10 @@ class EngineCalibration:
         return load_engine(ENGINE_OF_BACKEND[self.backend], step_overhead=self.step_overhead,
                            seq_overhead=self.seq_overhead)
 
+    def ttft_added(self, tpot):
+        """Time the steady state's TTFT leaves out [s]: request overhead + first_token_steps · TPOT."""
+        return self.request_overhead + self.first_token_steps * tpot
+
     def values(self) -> dict[str, float]:
         """Parameter name -> value."""
         return {k: float(getattr(self, k)) for k in PARAMETERS}

@@ -178,14 +178,14 @@ class ServingProblem:
         return ttft, tpot
 
     def _solve(self, calibrations, backends=None):
-        """Yield (positions, SteadyState, request overhead [s]) per batch of rows."""
+        """Yield (positions, SteadyState, time the TTFT adds outside the steady state [s]) per batch."""
         calibrations = {**presets(), **dict(calibrations or {})}
         for backend, batches in self.disagg.items():
             if backends is None or backend in backends:
                 for b in batches:
                     cal = calibrations[backend]
                     res = b.solve(cal, DISAGG_ITERATIONS)
-                    yield b.positions, res, cal.request_overhead + cal.first_token_steps * res.tpot_s
+                    yield b.positions, res, cal.ttft_added(res.tpot_s)
         for backend, batches in self.batches.items():
             if backends is not None and backend not in backends:
                 continue
@@ -198,7 +198,7 @@ class ServingProblem:
                                    think_time=cal.request_overhead,
                                    iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
                                    sync_fraction=cal.sync_fraction)
-                yield b.positions, res, cal.request_overhead + cal.first_token_steps * res.tpot_s
+                yield b.positions, res, cal.ttft_added(res.tpot_s)
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
         """:attr:`rows` with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_n_decode`` (mean
