@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,26 +12,28 @@ import pytest
 import yaml
 
 from perfmodel.calibration import fit_ops, ops_data
-from perfmodel.calibration.op_validation import predict_table, validate_table
-from perfmodel.core.costs import OpTime, gemm_time, smooth_max
+from perfmodel.calibration.op_validation import DECODE_KERNEL_FAMILY, predict_table, validate_table
+from perfmodel.core.costs import OpTime, attention_decode_time, gemm_time, smooth_max
 from perfmodel.core.efficiency import DATASHEET, Efficiency, load_profile
 
 SAMPLES = Path(__file__).parent / "data" / "ops"
 PROFILES = Path(__file__).parents[1] / "perfmodel" / "data" / "calibration"
 ACCELERATORS = ("h100-sxm", "h200-sxm", "b200", "gb200")
 HOPPER = ("h100_sxm", "h200_sxm")
-# Held-out median |error| bounds [%]. GEMM and Blackwell decode attention meet the 10 % target;
-# Hopper GQA decode attention does not (17.2 % H100, 20.2 % H200 on the full tables: TRT-LLM picks
-# different decode kernels by head grouping and KV dtype, which a roofline does not see), so its
-# bounds are regression bounds on the values reached, not the target. FULL: the full-table numbers
-# recorded in the profiles' provenance; SAMPLE: recomputed here on tests/data/ops (GQA + MLA rows).
+# Held-out median |error| bounds [%]. GEMM and decode attention meet the 10 % target on Blackwell;
+# Hopper GQA decode attention with the kernel-level terms (``attention_decode.kernel``: TRT-LLM's
+# kernel paths, work units, split-KV) is at 10.5 % H100 and 10.0 % H200 on the full tables, and at
+# 17.2 / 20.2 % with the step model's coarser form. These are regression bounds on the values
+# reached, not the target. FULL: the full-table numbers recorded in the profiles' provenance;
+# SAMPLE: recomputed here on tests/data/ops (GQA + MLA rows).
 GEMM_BOUND = 10.0
-DECODE_BOUND_FULL = {"b200": 10.0, "gb200": 10.0, "h100-sxm": 19.0, "h200-sxm": 22.0}
+DECODE_BOUND_FULL = {"b200": 6.5, "gb200": 6.5, "h100-sxm": 11.5, "h200-sxm": 11.0}
+STEP_DECODE_BOUND_FULL = {"b200": 10.0, "gb200": 10.0, "h100-sxm": 19.0, "h200-sxm": 22.0}
 MLA_DECODE_BOUND_FULL = 13.0
 # Fused MoE (routed experts): held-out median |error| was 30-39 % (bias -30 to -35 %) with the GEMM
 # terms alone; with the fitted moe.<format> terms 12-16 % on the full tables (regression bound).
 MOE_BOUND = 17.0
-DECODE_BOUND_SAMPLE = {"b200_sxm": 10.0, "gb200": 10.0, "h100_sxm": 14.0, "h200_sxm": 18.0}
+DECODE_BOUND_SAMPLE = {"b200_sxm": 9.5, "gb200": 8.5, "h100_sxm": 11.0, "h200_sxm": 13.0}
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +90,8 @@ def test_profile_provenance(acc):
     held = {k: v["calibrated"]["test"]["median_abs_pct_error"] for k, v in err.items()}
     assert held["gemm"] <= GEMM_BOUND
     assert held["attention_decode"] <= DECODE_BOUND_FULL[acc]
+    step = err["attention_decode"]["step_model"]["test"]["median_abs_pct_error"]
+    assert held["attention_decode"] < step <= STEP_DECODE_BOUND_FULL[acc]
     assert held["mla_decode"] <= MLA_DECODE_BOUND_FULL
     assert held["moe"] <= MOE_BOUND
     for kind, v in err.items():  # calibrated beats the datasheet roofline on held-out rows
@@ -221,3 +226,81 @@ def test_slower_moe_backend_of_a_shape_is_skipped_with_a_reason():
     pred = predict_table(tidy, "calibrated")
     assert pred["skip_reason"].iloc[0].startswith("slower backend") and np.isnan(pred["predicted_s"].iloc[0])
     assert (pred["skip_reason"].iloc[1:] == "").all() and pred["predicted_s"].iloc[1:].notna().all()
+
+
+KERNEL_TERMS = {"memory": 1.0, "compute": 1.0, "kernel_overhead": 8e-6, "overlap": 20.0,
+                "max_group": 32.0, "slots": 100.0, "unit_cost": 1e-6, "unit_cost_group": 3e-6,
+                "unit_cost_group_fp8": 0.5e-6, "kernel_overhead_fp8": 6e-6, "unit_half": 1.0,
+                "split_cost": 2e-6, "split_tokens": 512.0, "split_window": 0.0,
+                "split_chunk": 256.0, "split_fill": 2.0}
+
+
+def _kernel_eff(**terms) -> Efficiency:
+    return Efficiency(op_params={"attention_decode": {**KERNEL_TERMS, **terms}})
+
+
+@pytest.mark.parametrize(("kv_bytes", "window", "split_window", "expected_us"), [
+    # bf16 grouped kernel: U = 4 x 8 = 32 units, s = clip(1024/256, 1, 2*100/32) = 4 splits,
+    # t = 8 + 3 * 32 * 4 / 100 + 2 (split pass, L >= 512) = 13.84 us
+    (2.0, 0, 0.0, 13.84),
+    # fp8 grouped kernel (d = 128): t_k = 6, unit cost 0.5: 6 + 0.5 * 128 / 100 + 2 = 8.64 us
+    (1.0, 0, 0.0, 8.64),
+    # window 128, grid clipped to the window (omega = 0): s = 1, no split pass: 8 + 0.96 = 8.96 us
+    (2.0, 128, 0.0, 8.96),
+    # same, grid sized from the full history (omega = 1, Hopper): s = 4 again, no split pass
+    (2.0, 128, 1.0, 11.84),
+])
+def test_decode_kernel_terms_by_hand(kv_bytes, window, split_window, expected_us):
+    eff = _kernel_eff(split_window=split_window)
+    # huge peak and bandwidth: only the launch, work-unit and split terms remain
+    t = attention_decode_time(4, 1024, 32, 2 * 8 * 128, 128, 128, kv_bytes, 1e30, 1e30, eff,
+                              kv_streams=8, window=window)
+    assert float(t.total) * 1e6 == pytest.approx(expected_us, rel=1e-6)
+    # the work-unit and split time is device work (serial), not a per-launch overhead
+    assert float(t.overhead) * 1e6 == pytest.approx(6.0 if kv_bytes == 1.0 else 8.0)
+
+
+def test_decode_kernel_occupancy_reread_and_per_head_path():
+    plain = Efficiency(op_params={"attention_decode": {"memory": 1.0, "compute": 1.0, "overlap": 20.0}})
+    # memory-bound single stream (b = 1, H_kv = 1): bandwidth fraction U / (U + U_half) = 1/2
+    args = (1, 65536, 8, 2 * 128, 128, 128, 2.0, 1e30, 1e12)
+    assert float(attention_decode_time(*args, _kernel_eff(), kv_streams=1).memory) == pytest.approx(
+        2.0 * float(attention_decode_time(*args, plain, kv_streams=1).memory))
+    # group 64 > max_group: per-head kernel, U = b H = 2 x 64 units at unit_cost
+    t = attention_decode_time(2, 16, 64, 2 * 128, 128, 128, 1.0, 1e30, 1e30, _kernel_eff(), kv_streams=1)
+    assert float(t.total) * 1e6 == pytest.approx(8.0 + 1.0 * 128 / 100)
+    # its KV bytes: 1 + rho (g - 1) reads, rho = reread_fraction (default 1: every query head re-reads)
+    big = (1, 4096, 64, 2 * 128, 128, 128, 2.0, 1e30, 1e12)
+    kv = 4096 * 256 * 2.0
+    for rho, reads in ((None, 64.0), (0.25, 1 + 0.25 * 63)):
+        eff = _kernel_eff(unit_half=0.0, head_bytes=0.0, **({} if rho is None else {"reread_fraction": rho}))
+        mem = float(attention_decode_time(*big, eff, kv_streams=1, act_bytes=0.0).memory)
+        assert mem == pytest.approx(kv * reads / 1e12)
+    # the per-head path streams at memory_head (bf16 KV) / memory_head_fp8 (fp8 KV)
+    eff = _kernel_eff(unit_half=0.0, memory_head=0.5, memory_head_fp8=0.25)
+    for kv_bytes, eta in ((2.0, 0.5), (1.0, 0.25)):
+        mem = float(attention_decode_time(1, 4096, 8, 2 * 8 * 128, 128, 128, kv_bytes, 1e30, 1e12, eff,
+                                          kv_streams=8, act_bytes=0.0).memory)
+        assert mem == pytest.approx(4096 * 2 * 8 * 128 * kv_bytes / (1e12 * eta))
+    # an absent op (b = 0) adds no work-unit or split time
+    t0 = attention_decode_time(0, 4096, 32, 2 * 8 * 128, 128, 128, 2.0, 1e30, 1e30, _kernel_eff(), kv_streams=8)
+    assert float(t0.total) * 1e6 == pytest.approx(8.0)
+
+
+def test_kernel_decode_terms_carry_the_hopper_improvement(tables):
+    """Held-out Hopper GQA decode: the shipped kernel-level terms beat the step model's form by a
+    wide margin (they are not inert), and the step model does not read them."""
+    dec = tables["attention_decode"]
+    test = dec[(dec["split"] == "test") & dec["system"].isin(HOPPER)]
+    for system, g in test.groupby("system"):
+        kernel = _median_abs(predict_table(g, "calibrated"))
+        step = _median_abs(predict_table(g, "calibrated-step"))
+        assert kernel < 0.8 * step, (system, kernel, step)
+    from perfmodel.core.step import StepModel
+    from perfmodel.modelspec import load_model
+    full = load_profile("h100-sxm")
+    assert full.op(DECODE_KERNEL_FAMILY)
+    without = replace(full, op_params={k: v for k, v in full.op_params.items() if k != DECODE_KERNEL_FAMILY})
+    times = [StepModel(load_model("llama-3.1-8b"), "h100-sxm", efficiency=e).step_time(64, 2048.0)
+             for e in (full, without)]
+    assert float(times[0]) == float(times[1])

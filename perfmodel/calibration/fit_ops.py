@@ -20,6 +20,13 @@ held-out rows are only predicted. Two forms are fitted:
     decode attention (GQA, MLA), prefill attention (GQA, MLA), the fused MoE block per format
     (:func:`perfmodel.core.costs.moe_time`) and NCCL. The cost functions use them
     whenever a profile carries them.
+``kernel-level GQA decode`` (``op_params["attention_decode.kernel"]``)
+    The decode-attention terms plus TensorRT-LLM's kernel paths, work units, split-KV and occupancy
+    (:func:`perfmodel.core.costs.attention_decode_time`). Per-op prediction
+    (:mod:`perfmodel.calibration.op_validation`) uses them; the step model does not: with them in
+    the step model the cross-validated serving TPOT error rose from 11.4 to 11.8 % (median), so the
+    serving engines' decode attention is not better described by the isolated TensorRT-LLM kernels'
+    finer structure (see docs/calibration.md).
 
 ``step_overhead`` stays 0 (engine-level, fitted elsewhere). Run::
 
@@ -41,7 +48,7 @@ from scipy.optimize import least_squares
 
 from ..core.efficiency import Efficiency
 from . import ops_data as od
-from .op_validation import PREDICTORS, error_stats
+from .op_validation import DECODE_KERNEL_FAMILY, PREDICTORS, error_stats, step_model_form
 
 MAX_FIT_ROWS = 3000   # training rows per (system, fit group), sampled with a fixed seed
 MAX_GROUP = 32        # query heads per KV head above which the decode kernel re-reads the KV
@@ -57,6 +64,16 @@ GEMM_EXT = [("compute", 0.01, 1.0, 0.7), ("m_half", 0.0, 4096.0, 64.0), ("memory
 DECODE_EXT = [("memory", 0.05, 1.0, 0.8), ("compute", 1e-3, 1.0, 0.1),
               ("kernel_overhead", 0.0, 50 * US, 8 * US), ("min_tokens", 1.0, 1024.0, 64.0),
               ("head_bytes", 0.0, 1000.0, 10.0), ("overlap", 1.0, 20.0, 2.0)]
+#: Kernel-level GQA/MHA decode form: the terms above plus work units, split-KV, occupancy and the
+#: kernel paths (see ``attention_decode_time``)
+DECODE_KERNEL_EXT = DECODE_EXT + [
+    ("unit_cost", 0.0, 20 * US, 1 * US), ("unit_cost_group", 0.0, 20 * US, 1 * US),
+    ("unit_cost_group_fp8", 0.0, 20 * US, 1 * US), ("kernel_overhead_fp8", 0.0, 50 * US, 6 * US),
+    ("unit_half", 0.0, 64.0, 1.0), ("split_cost", 0.0, 30 * US, 3 * US),
+    ("split_window", 0.0, 1.0, 0.5), ("memory_head", 0.05, 1.0, 0.8), ("memory_head_fp8", 0.05, 1.0, 0.8),
+    ("reread_fraction", 0.0, 1.0, 0.5), ("split_chunk", 32.0, 8192.0, 512.0), ("split_fill", 0.25, 16.0, 2.0)]
+SPLIT_TOKENS = 512    # KV tokens from which the decode kernel runs a split-KV reduction pass
+DECODE_NFEV = 400     # the kernel-level decode form has 18 parameters
 PREFILL_EXT = [("compute", 0.01, 1.0, 0.6), ("compute_fp8", 0.01, 1.0, 0.5),
                ("head_dim_half", 0.0, 1024.0, 64.0), ("tile_cost", 0.0, 1e-6, 1e-8),
                ("memory", 0.01, 1.0, 0.3), ("kernel_overhead", 0.0, 50 * US, 10 * US),
@@ -95,7 +112,7 @@ def _fit_rows(df: pd.DataFrame, group: str | None, max_rows: int) -> pd.DataFram
 
 
 def fit(eff: Efficiency, dev: od.Device, data: list[tuple[str, pd.DataFrame]],
-        specs: list[tuple[str, float, float, float]]) -> Efficiency:
+        specs: list[tuple[str, float, float, float]], max_nfev: int = 200) -> Efficiency:
     """Least-squares fit of the parameters ``specs`` on rows ``data`` [(table kind, rows), ...]."""
     paths = [s[0] for s in specs]
     lo, hi = np.array([s[1] for s in specs]), np.array([s[2] for s in specs])
@@ -110,7 +127,7 @@ def fit(eff: Efficiency, dev: od.Device, data: list[tuple[str, pd.DataFrame]],
         return np.concatenate(out)
 
     res = least_squares(resid, x0, bounds=(lo, hi), x_scale=scale, loss="soft_l1", f_scale=0.1,
-                        max_nfev=200)
+                        max_nfev=max_nfev)
     # values pinned at a bound within 1e-6 of its range are written as the bound (clean profiles)
     x = np.where(res.x - lo < 1e-6 * (hi - lo), lo, np.where(hi - res.x < 1e-6 * (hi - lo), hi, res.x))
     return with_params(eff, {p: float(f"{v:.4g}") for p, v in zip(paths, x, strict=True)})
@@ -164,6 +181,12 @@ def fit_system(system: str, tables: dict[str, pd.DataFrame], max_rows: int = MAX
     eff = with_params(eff, {"op_params/attention_decode/max_group": MAX_GROUP})
     for kind in ("attention_decode", "mla_decode"):
         eff = fit(eff, dev, [(kind, _fit_rows(t[kind], None, max_rows))], _op(kind, DECODE_EXT))
+    # -- kernel-level GQA decode form (per-op prediction only; the step model keeps the form above)
+    kernel = DECODE_KERNEL_FAMILY
+    eff = with_params(eff, {f"op_params/{kernel}/max_group": MAX_GROUP, f"op_params/{kernel}/slots": dev.sm_count,
+                            f"op_params/{kernel}/split_tokens": SPLIT_TOKENS})
+    eff = fit(eff, dev, [("attention_decode", _fit_rows(t["attention_decode"], None, max_rows))],
+              _op(kernel, DECODE_KERNEL_EXT), max_nfev=DECODE_NFEV)
     eff = fit(eff, dev, [("attention_prefill", _fit_rows(t["attention_prefill"], "attn_dtype", max_rows))],
               _op("attention_prefill", PREFILL_EXT))
     eff = fit(eff, dev, [("mla_prefill", _fit_rows(t["mla_prefill"], None, max_rows))],
@@ -192,7 +215,9 @@ def evaluate(eff: Efficiency, system: str, tables: dict[str, pd.DataFrame]) -> d
         if rows.empty:
             continue
         entry = {}
-        for form, e in forms.items():
+        # decode attention: also the step model's form (without the per-op-only kernel terms)
+        extra = {"step_model": step_model_form(eff)} if kind == "attention_decode" else {}
+        for form, e in {**forms, **extra}.items():
             pred, why = PREDICTORS[kind](rows, e, dev)
             ok = why == ""
             entry[form] = {split: error_stats(pred[ok & (rows["split"] == split).to_numpy()],
@@ -219,7 +244,9 @@ def profile_document(eff: Efficiency, system: str, tables: dict[str, pd.DataFram
               "collective_alpha": eff.collective_alpha,
               "collective_bandwidth": eff.collective_bandwidth, "step_overhead": 0.0,
               "op_params": {k: dict(v) for k, v in sorted(eff.op_params.items())}}
-    held = "; ".join(f"{k} {_short(v['calibrated']['test'])}" for k, v in errors.items())
+    held = "; ".join(f"{k} {_short(v['calibrated']['test'])}"
+                     + (f" (step-model form {_short(v['step_model']['test'])})" if "step_model" in v else "")
+                     for k, v in errors.items())
     files = {}
     for kind, df in tables.items():
         rows = df[df["system"] == system]

@@ -22,7 +22,8 @@ def register(sub) -> None:
                     "with the reason.")
     p.add_argument("--data", required=True, help="measurement file (CSV, CSV.gz or benchmark result JSON)")
     p.add_argument("--efficiency", default="calibrated",
-                   help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'")
+                   help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'; per-op tables also "
+                        "take 'calibrated-step' (the forms the step model uses) and 'calibrated-plain'")
     p.add_argument("--engines", default="calibrated",
                    help="engine calibration profile: 'calibrated' (default), 'preset' (uncalibrated) "
                         "or a YAML path")

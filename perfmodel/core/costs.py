@@ -276,13 +276,44 @@ def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike,
     (``attention_decode`` for MHA/GQA, ``mla_decode`` for MLA): the KV is read in pages of at least
     ``min_tokens`` tokens; each (sequence, query head) moves ``head_bytes`` extra bytes per head
     dimension (query/output, softmax state); where the query heads per KV stream exceed ``max_group``
-    the kernel re-reads the KV once per query head; ``memory``, ``compute``, ``kernel_overhead`` and
-    ``overlap`` replace the scalar η_am, η_ac, t_k and the max.
+    the kernel runs one block per query head and re-reads the KV, of which a share ρ
+    (``reread_fraction``, default 1) misses the L2 cache: :math:`D_{KV} \\times (1 + ρ (g - 1))`;
+    ``memory``, ``compute``, ``kernel_overhead`` and ``overlap`` replace the scalar η_am, η_ac,
+    t_k and the max.
+
+    Work units (only where the profile has ``unit_cost``; fitted on Hopper and Blackwell GQA
+    decode): the kernel runs one thread block per work unit and KV split, with :math:`U = b H_{kv}`
+    units (:math:`b H` on the per-head path) and
+
+    .. math::
+        s = \\mathrm{clip}\\!\\left(\\frac{L_w + \\omega (L - L_w)}{C}, 1, \\max\\!\\left(1,
+        \\frac{k S}{U}\\right)\\right), \\quad
+        t_u = c\\,\\frac{U s}{S} + t_{s}\\,[L_w \\ge L_s], \\quad
+        \\eta_m' = \\eta_m \\frac{U}{U + U_{1/2}}, \\quad
+        t = t_k + \\mathrm{roofline}(t_c, D / (B \\eta_m')) + t_u
+
+    Physical reasons: every thread block pays a fixed setup (page-table walk, Q load, softmax
+    state, output write) of c SM-seconds, spread over the S SMs (``slots``); split-KV ("multi-block")
+    grids add KV splits of C tokens (``split_chunk``) until about k blocks per SM (``split_fill``)
+    are in flight, sized from the full history on kernels that do not clip the grid to the sliding
+    window (ω = ``split_window`` in [0, 1]); a split call launches a second, reduction pass
+    (t_s = ``split_cost`` once L_w >= L_s = ``split_tokens``); and a call with few independent KV
+    streams cannot keep enough bytes in flight to reach the bandwidth (U½ = ``unit_half``,
+    Little's law). t_u is device work, so it is returned as :attr:`OpTime.serial` (engines do not
+    scale it with their per-launch factor).
+
+    The kernel path (TensorRT-LLM's decode dispatch) sets c, t_k and η_m: the per-head kernel (MHA,
+    and groups above ``max_group``) uses ``unit_cost`` and ``memory_head`` / ``memory_head_fp8``
+    (bf16 / <= 1-byte KV: the fp8 per-head kernel dequantises on CUDA cores and streams slower); the
+    grouped kernel uses ``unit_cost_group`` (bf16 KV) or ``unit_cost_group_fp8`` (<= 1-byte KV) and
+    ``memory``; the grouped fp8 kernel with :math:`d_{qk} \\ge 128` (Hopper's tensor-core XQA path)
+    has its own launch overhead ``kernel_overhead_fp8``.
 
     Parameters
     ----------
     batch, kv_len : array_like
-        Sequences b and KV tokens L attended per sequence (past + the new one).
+        Sequences b and KV tokens L per sequence (history + the new one; a sliding window caps the
+        tokens read at L_w).
     heads : array_like
         Query heads H on the device.
     kv_width : array_like
@@ -315,14 +346,37 @@ def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike,
         data = b * lw * kv_row + b * H * dqv * act_bytes
         return op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.attention_memory,
                        eff.kernel_overhead)
-    group = H / np.maximum(np.asarray(kv_streams, dtype=float), 1.0)
-    reread = np.where(group > terms.get("max_group", np.inf), group, 1.0)
+    streams = np.maximum(np.asarray(kv_streams, dtype=float), 1.0)
+    group = H / streams
+    per_head = group > terms.get("max_group", np.inf)
+    reread = np.where(per_head, 1.0 + terms.get("reread_fraction", 1.0) * (group - 1.0), 1.0)
     l_eff = np.maximum(lw, terms.get("min_tokens", 0.0))
     data = b * l_eff * kv_row * reread + b * H * dqv * (act_bytes + terms.get("head_bytes", 0.0))
-    return op_time(flops, data, peak_flops, bandwidth, terms.get("compute", eff.attention_compute),
-                   terms.get("memory", eff.attention_memory),
-                   terms.get("kernel_overhead", eff.kernel_overhead),
-                   overlap=terms.get("overlap", math.inf))
+    eta_m = terms.get("memory", eff.attention_memory)
+    t_k = terms.get("kernel_overhead", eff.kernel_overhead)
+    if "unit_cost" not in terms:
+        return op_time(flops, data, peak_flops, bandwidth, terms.get("compute", eff.attention_compute),
+                       eta_m, t_k, overlap=terms.get("overlap", math.inf))
+    units = b * streams * np.where(per_head, group, 1.0)
+    busy = np.maximum(units, 1.0)  # an absent op (b = 0) moves no bytes and launches no blocks
+    grouped = (group > 1.0) & ~per_head
+    fp8_kv = np.asarray(kv_bytes, dtype=float) <= 1.0
+    head_eta = np.where(fp8_kv, terms.get("memory_head_fp8", eta_m), terms.get("memory_head", eta_m))
+    eta_m = np.where(grouped, eta_m, head_eta) * busy / (busy + terms.get("unit_half", 0.0))
+    fp8 = grouped & fp8_kv
+    t_k = np.where(fp8 & (np.asarray(d_qk, dtype=float) >= 128.0),
+                   terms.get("kernel_overhead_fp8", t_k), t_k)
+    t = op_time(flops, data, peak_flops, bandwidth, terms.get("compute", eff.attention_compute),
+                eta_m, 1.0, kernels=t_k, overlap=terms.get("overlap", math.inf))
+    cost = np.where(fp8, terms.get("unit_cost_group_fp8", terms["unit_cost"]),
+                    np.where(grouped, terms.get("unit_cost_group", terms["unit_cost"]), terms["unit_cost"]))
+    slots = terms.get("slots", 132.0)
+    l_split = lw + terms.get("split_window", 0.0) * (L - lw)
+    splits = np.clip(l_split / terms.get("split_chunk", np.inf), 1.0,
+                     np.maximum(1.0, terms.get("split_fill", 1.0) * slots / busy))
+    extra = cost * units * splits / slots
+    extra = extra + terms.get("split_cost", 0.0) * ((lw >= terms.get("split_tokens", np.inf)) & (units > 0))
+    return OpTime(t.compute, t.memory, t.overhead, t.overlap, serial=extra)
 
 
 def causal_pairs(isl: ArrayLike, window: ArrayLike = 0) -> np.ndarray:

@@ -57,9 +57,11 @@ class Efficiency:
         True when the accelerator has no measurements of its own and borrows a family profile.
     op_params : dict[str, dict[str, float]]
         Optional shape-dependent terms per op family, fitted by :mod:`perfmodel.calibration.fit_ops`
-        (keys ``gemm.<format>``, ``attention_decode``, ``mla_decode``, ``attention_prefill``,
-        ``mla_prefill``, ``nccl``). Empty (the default) means the plain roofline above; the cost
-        functions of :mod:`perfmodel.core.costs` that read them document each key.
+        (keys ``gemm.<format>``, ``moe.<format>``, ``attention_decode``, ``mla_decode``,
+        ``attention_prefill``, ``mla_prefill``, ``nccl``, and ``attention_decode.kernel``: the
+        kernel-level decode terms used by per-op prediction only). Empty (the default) means the plain
+        roofline above; the cost functions of :mod:`perfmodel.core.costs` that read them document each
+        key.
     """
 
     gemm_compute: dict[str, float] = field(default_factory=lambda: {"default": 1.0})

@@ -338,7 +338,7 @@ class StepModel:
                                       a["d_v"], a["kv_bytes"], self.attention_peak, self.bandwidth, eff,
                                       kv_streams=a["kv_streams"], act_bytes=self.precision.act_bytes,
                                       family=a["family"])
-            return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap)
+            return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
         if op.kind == "attention_prefill" and op.attention and eff.op(op.attention["family"]):
             a = op.attention
             t = attention_prefill_time(a["batch"], a["isl"], a["heads"], a["kv_heads"], a["d_qk"], a["d_v"],
