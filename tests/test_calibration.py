@@ -69,8 +69,8 @@ def test_profile_loads_in_physical_ranges(acc):
         for key in ("compute", "memory", "bandwidth", "compute_fp8"):
             if key in terms:
                 assert 0 < terms[key] <= 1.0, (fam, key)
-        if "kernel_overhead" in terms:
-            assert 0.5e-6 < terms["kernel_overhead"] < 50e-6
+        if "kernel_overhead" in terms:  # a fused MoE block is several kernels (Triton W4A16 on Hopper ≈ 90 µs)
+            assert 0.5e-6 < terms["kernel_overhead"] < (120e-6 if fam.startswith("moe.") else 50e-6), fam
         if "overlap" in terms:
             assert 1.0 <= terms["overlap"] <= 20.0
     # one fused-MoE form per GEMM format the tables measure

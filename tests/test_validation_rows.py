@@ -43,7 +43,25 @@ def test_fp4_on_hopper_is_weight_only_with_fp8_kv():
     row = _row(model_path="openai/gpt-oss-120b", backend="vllm", precision="fp4", gemm_quant_mode="nvfp4",
                moe_quant_mode="nvfp4", tp_size=2, moe_ep_size=1, moe_tp_size=2)
     dep, _ = map_rows(pd.DataFrame([row]))
-    assert (dep.iloc[0].weights, dep.iloc[0].activations, dep.iloc[0].kv_cache) == ("nvfp4", "bf16", "fp8")
+    # gpt-oss's FP4 checkpoint is MXFP4: W4A16 on Hopper (no FP4 peak)
+    assert (dep.iloc[0].weights, dep.iloc[0].activations, dep.iloc[0].kv_cache) == ("mxfp4", "bf16", "fp8")
+    row.update(model_path="nvidia/Qwen3-32B-NVFP4", moe_quant_mode=np.nan)
+    dep, _ = map_rows(pd.DataFrame([row]))
+    assert (dep.iloc[0].weights, dep.iloc[0].activations) == ("nvfp4", "bf16")
+
+
+def test_mxfp4_checkpoint_runs_mxfp8_activations_on_blackwell():
+    """TensorRT-LLM's default gpt-oss MoE backend on Blackwell is MXFP4 weights x MXFP8 activations
+    (its GPT-OSS deployment guide); the MoE block then uses the ``moe.mxfp4_a8`` terms."""
+    from perfmodel.precision import Precision
+    row = _row(model_path="openai/gpt-oss-120b", system="b200_sxm", precision="fp4", gemm_quant_mode="nvfp4",
+               moe_quant_mode="nvfp4", tp_size=1, moe_ep_size=1, moe_tp_size=1)
+    r = map_rows(pd.DataFrame([row]))[0].iloc[0]
+    assert (r.weights, r.activations) == ("mxfp4", "fp8")
+    assert Precision.of(r.weights, r.activations).moe_format == "mxfp4_a8"
+    assert Precision.of("mxfp4", "bf16").moe_format == "mxfp4_a16"
+    assert Precision.of("mxfp4").moe_format == "fp4"          # MXFP4 x MXFP4: the FP4 terms
+    assert Precision.of("fp8_block").moe_format == "fp8_block"
 
 
 def test_empty_precision_uses_checkpoint_format():

@@ -79,7 +79,7 @@ PREFILL_EXT = [("compute", 0.01, 1.0, 0.6), ("compute_fp8", 0.01, 1.0, 0.5),
                ("memory", 0.01, 1.0, 0.3), ("kernel_overhead", 0.0, 50 * US, 10 * US),
                ("overlap", 1.0, 20.0, 2.0)]
 MOE_EXT = [("compute", 0.01, 1.0, 0.5), ("m_half", 0.0, 4096.0, 32.0), ("memory", 0.05, 1.0, 0.7),
-           ("overlap", 1.0, 20.0, 2.0), ("token_bytes", 0.0, 64.0, 4.0), ("pair_bytes", 0.0, 64.0, 4.0),
+           ("overlap", 1.0, 20.0, 2.0), ("token_bytes", 0.0, 512.0, 4.0), ("pair_bytes", 0.0, 64.0, 4.0),
            ("expert_overhead", 0.0, 20 * US, 0.5 * US), ("kernel_overhead", 0.0, 200 * US, 20 * US)]
 FAMILY_OF = {"gemm": "gemm", "attention_decode": "decode attention", "mla_decode": "decode attention",
              "attention_prefill": "prefill attention", "mla_prefill": "prefill attention",
@@ -191,7 +191,7 @@ def fit_system(system: str, tables: dict[str, pd.DataFrame], max_rows: int = MAX
               _op("attention_prefill", PREFILL_EXT))
     eff = fit(eff, dev, [("mla_prefill", _fit_rows(t["mla_prefill"], None, max_rows))],
               _op("mla_prefill", PREFILL_EXT, skip=("compute_fp8", "head_dim_half")))
-    # -- extended: fused MoE per compute format (formats sharing a GEMM format are fitted together)
+    # -- extended: fused MoE per format (MXFP4 weights with bf16 or MXFP8 activations apart)
     moe = t["moe"][~t["moe"]["slower_duplicate"].to_numpy(bool)]
     fmt_of = moe["moe_dtype"].map(od.DTYPE_TO_FORMAT)
     for fmt in sorted(fmt_of.dropna().unique()):

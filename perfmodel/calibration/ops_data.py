@@ -29,9 +29,11 @@ SYSTEM_TO_ACCELERATOR = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_s
 #: Table dtype name -> perfmodel compute key (selects the dense peak).
 DTYPE_TO_COMPUTE = {"bfloat16": "bf16", "float16": "bf16", "half": "bf16", "fp8": "fp8",
                     "fp8_block": "fp8", "nvfp4": "fp4", "w4a16_mxfp4": "bf16", "w4a8_mxfp4_mxfp8": "fp8"}
-#: Table dtype name -> GEMM format key of the fitted terms (``gemm_compute`` / ``op_params``).
+#: Table dtype name -> format key of the fitted terms (``gemm_compute`` / ``op_params``). The MXFP4
+#: MoE kernels (gpt-oss: bf16 activations on Hopper, MXFP8 on Blackwell) get their own MoE terms
+#: (``moe.mxfp4_a16``, ``moe.mxfp4_a8``; see :attr:`perfmodel.precision.Precision.moe_format`).
 DTYPE_TO_FORMAT = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "fp4",
-                   "w4a16_mxfp4": "bf16", "w4a8_mxfp4_mxfp8": "fp8"}
+                   "w4a16_mxfp4": "mxfp4_a16", "w4a8_mxfp4_mxfp8": "mxfp4_a8"}
 #: Bytes per weight element (nvfp4: 4 bit + one fp8 scale per 16 elements; mxfp4: one per 32).
 WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4.0 / (128 * 128), "nvfp4": 0.5625,
                 "w4a16_mxfp4": 0.53125, "w4a8_mxfp4_mxfp8": 0.53125}

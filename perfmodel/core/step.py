@@ -321,8 +321,11 @@ class StepModel:
         eff = self.efficiency
         if op.moe is not None:
             x = op.moe
+            fmt = self.precision.moe_format
+            if not eff.op(f"moe.{fmt}"):  # no fitted terms for this MoE kernel: the GEMM format's
+                fmt = self.precision.matmul_format
             return moe_time(x["tokens"], x["routed"], x["hit"], self.model.hidden_size, x["inter"],
-                            x["matrices"], self.peak, self.bandwidth, eff, self.precision.matmul_format,
+                            x["matrices"], self.peak, self.bandwidth, eff, fmt,
                             self.precision.weights.bytes, self.precision.act_bytes,
                             graph_replayed=x["decode_only"])
         if op.kind == "gemm":

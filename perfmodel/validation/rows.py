@@ -14,9 +14,11 @@ Mapping rules (documented in ``docs/validation.md``):
 - ``system`` -> accelerator id (:data:`SYSTEMS`, or any shipped accelerator id); one GPU type per run.
 - ``model_path`` -> model spec (:func:`perfmodel.validation.models.resolve_model`).
 - weights: ``gemm_quant_mode`` (``fp8``/``fp8_block`` -> fp8, ``nvfp4`` -> nvfp4, ``int4_wo`` -> int4
-  weight-only), else ``precision``, else the checkpoint's own format. Activations follow fp8/fp4
-  weights where the accelerator has that tensor-core format; FP4 weights on Hopper (no FP4 peak) run
-  as weight-only (bf16 activations).
+  weight-only), else ``precision``, else the checkpoint's own format; ``fp8`` of a block-scaled FP8
+  checkpoint is ``fp8_block`` and ``fp4`` of an MXFP4 checkpoint (gpt-oss) is ``mxfp4``. Activations
+  follow fp8/NVFP4 weights where the accelerator has that tensor-core format; MXFP4 weights run
+  with MXFP8 activations on Blackwell (TensorRT-LLM's default MoE backend for gpt-oss); FP4 weights on
+  Hopper (no FP4 peak) run as weight-only (bf16 activations).
 - KV cache: :func:`kv_cache_format` (policy chosen from checkpoints and the data; see :class:`KVPolicy`).
 - ``agg``: replica = ``tp × pp × attention_dp`` GPUs; ``batch_size`` is the concurrency per attention-DP
   rank, so the replica runs ``batch_size × attention_dp`` requests; empty/0 degrees mean 1.
@@ -151,12 +153,17 @@ def _formats(row: dict, hardware: str, policy: KVPolicy) -> tuple[str, str, str]
     weights = WEIGHT_FORMATS.get(raw.lower()) if raw else checkpoint_default_format(row["model_path"])
     if weights is None:
         raise ValueError(f"unknown weight format {raw!r}")
-    if weights == "fp8" and checkpoint_default_format(row["model_path"]) == "fp8_block":
+    checkpoint = checkpoint_default_format(row["model_path"])
+    if weights == "fp8" and checkpoint == "fp8_block":
         weights = "fp8_block"   # the FP8 checkpoint of this model is block-scaled
+    elif weights == "nvfp4" and checkpoint == "mxfp4":
+        weights = "mxfp4"       # the FP4 checkpoint of this model is MXFP4 (gpt-oss)
     acc = load_accelerator(hardware)
     if weights in ("nvfp4", "mxfp4") and "fp4" not in acc.compute:
         activations = "bf16"
-    elif weights in ("fp8", "nvfp4", "mxfp4"):
+    elif weights == "mxfp4":
+        activations = "fp8"     # MXFP4 x MXFP8 MoE kernels (TensorRT-LLM's default on Blackwell)
+    elif weights in ("fp8", "nvfp4"):
         activations = weights
     elif weights == "fp8_block":
         activations = "fp8"
