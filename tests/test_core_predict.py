@@ -249,3 +249,34 @@ def test_block_fp8_and_eager_moe_launches_in_step_times():
     decode = block.breakdown(StepShape.make(n_decode=8, context=2048))
     assert float(mixed.overhead["moe"] - decode.overhead["moe"]) == pytest.approx(moe_layers * (t_k - cap),
                                                                                   rel=0.02)
+
+
+def test_mxfp4_experts_use_their_own_moe_terms():
+    """gpt-oss's MXFP4 experts: W4A16 on Hopper, MXFP4 x MXFP8 on Blackwell select moe.mxfp4_a16 /
+    moe.mxfp4_a8; a profile without them falls back to the GEMM format's terms."""
+    from dataclasses import replace
+
+    from perfmodel.core.efficiency import load_profile
+    from perfmodel.core.step import StepModel
+
+    for hw, act, fmt in (("h200-sxm", "bf16", "mxfp4_a16"), ("b200", "fp8", "mxfp4_a8")):
+        sm = StepModel(model="gpt-oss-120b", hardware=hw, weights="mxfp4", activations=act)
+        assert sm.precision.moe_format == fmt
+        eff = load_profile(hw)
+        without = replace(eff, op_params={k: v for k, v in eff.op_params.items() if k != f"moe.{fmt}"})
+        other = StepModel(model="gpt-oss-120b", hardware=hw, weights="mxfp4", activations=act, efficiency=without)
+        shape = StepShape.make(n_decode=0, context=0, n_prefill=1, chunk=4096)
+        assert float(sm.breakdown(shape).total) != pytest.approx(float(other.breakdown(shape).total), rel=1e-3)
+
+
+def test_cli_notes_checkpoint_formats(capsys):
+    from perfmodel.cli.output import checkpoint_note
+
+    assert "fp8_block" in checkpoint_note("deepseek-ai/DeepSeek-R1", "fp8")
+    assert "mxfp4" in checkpoint_note("gpt-oss-120b", "nvfp4")
+    assert checkpoint_note("deepseek-v3", "fp8_block") is None
+    assert checkpoint_note("llama-3.1-70b", "fp8") is None
+    rc = main(["predict", "--model", "deepseek-v3", "--hardware", "h200-sxm", "--tp", "8", "--weights", "fp8",
+               "--isl", "1024", "--osl", "16", "--batch", "1", "--format", "json"])
+    out = capsys.readouterr()
+    assert rc == 0 and "block-scaled" in out.err and json.loads(out.out)[0]["precision"].startswith("w:fp8 ")

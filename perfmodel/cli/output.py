@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,3 +68,28 @@ def preset_note() -> str:
     from ..serving.engine import PRESET_NOTE  # imported here: keeps `perfmodel --help` light
 
     return PRESET_NOTE
+
+
+def checkpoint_note(model: str | None, weights: str | None) -> str | None:
+    """A note when ``weights`` names a format family whose kernels differ from the checkpoint's own:
+    ``fp8`` for a block-scaled FP8 checkpoint (DeepSeek-V3/R1, MiniMax-M2, Qwen ``-FP8``) or an FP4
+    format other than ``mxfp4`` for gpt-oss's MXFP4 experts (None otherwise)."""
+    if not model or not weights:
+        return None
+    from ..validation.models import checkpoint_default_format  # imported here: keeps `--help` light
+
+    own, asked = checkpoint_default_format(str(model)), str(weights).strip().lower()
+    if own == "fp8_block" and asked in ("fp8", "fp8_e4m3", "e4m3", "float8"):
+        return (f"note: {model} ships block-scaled FP8 weights (128 x 128 blocks); --weights fp8 costs "
+                "per-tensor FP8 kernels, --weights fp8_block the checkpoint's own (slower on Hopper)")
+    if own == "mxfp4" and asked in ("nvfp4", "fp4"):
+        return (f"note: {model} ships MXFP4 experts; --weights {asked} costs NVFP4 kernels, --weights mxfp4 "
+                "--activations fp8 (Blackwell) or bf16 (Hopper) the checkpoint's own MoE kernels")
+    return None
+
+
+def print_notes(*notes: str | None) -> None:
+    """Print the non-empty notes to stderr (stdout stays a table or JSON)."""
+    for note in notes:
+        if note:
+            print(note, file=sys.stderr)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .output import add_format_arg, format_table, preset_note, print_json
+from .output import add_format_arg, checkpoint_note, format_table, preset_note, print_json, print_notes
 
 
 def _csv(text: str) -> list[str]:
@@ -93,6 +93,7 @@ def run(args) -> int:
         raise ConfigError(f"--tp: expected integers, got {args.tp}") from None
     slo = SLO(**limits, target=args.target)
     workload = Workload.fixed(args.isl, args.osl, rate=args.rate)
+    print_notes(*(checkpoint_note(args.model, w) for w in args.precision))
     result = plan(args.model, workload, slo, hardware=args.hardware, precisions=args.precision, tp=tps,
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
                   idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,

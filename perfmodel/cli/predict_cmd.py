@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .output import add_format_arg, format_table, print_json
+from .output import add_format_arg, checkpoint_note, format_table, print_json, print_notes
 
 
 def int_list(text: str) -> list[int]:
@@ -71,6 +71,7 @@ def run(args) -> int:
                        weights=args.weights, activations=args.activations, kv_cache=args.kv_cache,
                        efficiency=args.efficiency)
         records = pred.records()
+        print_notes(checkpoint_note(args.model, args.weights))
     if args.format == "json":
         print_json(records)
     else:

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
-from .output import add_format_arg, format_table, preset_note, print_json
+from .output import add_format_arg, checkpoint_note, format_table, preset_note, print_json, print_notes
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -123,6 +123,7 @@ def _model(args) -> tuple[Any, int]:
         from ..core.step import StepModel
     except ImportError as exc:
         raise ConfigError(f"the step model (perfmodel.core.step) is not available: {exc}") from None
+    print_notes(checkpoint_note(args.model, args.weights))
     return StepModel(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, weights=args.weights,
                      kv_cache=args.kv_cache), args.replicas or 1
 
