@@ -126,10 +126,10 @@ class Precision:
     @property
     def moe_format(self) -> str:
         """Key of the fitted fused-MoE terms: :attr:`matmul_format`, except for MXFP4 weights under
-        bf16 (``mxfp4_a16``, W4A16: Hopper's Triton kernels) or fp8 activations (``mxfp4_a8``,
+        16-bit (``mxfp4_a16``, W4A16: Hopper's Triton kernels) or fp8 activations (``mxfp4_a8``,
         MXFP4 x MXFP8: Blackwell's), whose kernels differ from both the bf16/fp8 and NVFP4 ones."""
-        if self.weights.name == "mxfp4" and self.compute in ("bf16", "fp8"):
-            return "mxfp4_a16" if self.compute == "bf16" else "mxfp4_a8"
+        if self.weights.name == "mxfp4" and self.compute in ("bf16", "fp16", "fp8"):
+            return "mxfp4_a8" if self.compute == "fp8" else "mxfp4_a16"
         return self.matmul_format
 
     @property

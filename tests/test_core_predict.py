@@ -262,6 +262,8 @@ def test_mxfp4_experts_use_their_own_moe_terms():
     for hw, act, fmt in (("h200-sxm", "bf16", "mxfp4_a16"), ("b200", "fp8", "mxfp4_a8")):
         sm = StepModel(model="gpt-oss-120b", hardware=hw, weights="mxfp4", activations=act)
         assert sm.precision.moe_format == fmt
+        # without activations the checkpoint's own kernels: MXFP8 where there is an FP4 peak, else W4A16
+        assert StepModel(model="gpt-oss-120b", hardware=hw, weights="mxfp4").precision == sm.precision
         eff = load_profile(hw)
         without = replace(eff, op_params={k: v for k, v in eff.op_params.items() if k != f"moe.{fmt}"})
         other = StepModel(model="gpt-oss-120b", hardware=hw, weights="mxfp4", activations=act, efficiency=without)
@@ -276,6 +278,10 @@ def test_cli_notes_checkpoint_formats(capsys):
     assert "mxfp4" in checkpoint_note("gpt-oss-120b", "nvfp4")
     assert checkpoint_note("deepseek-v3", "fp8_block") is None
     assert checkpoint_note("llama-3.1-70b", "fp8") is None
+    assert "fp8_block" in checkpoint_note("Qwen/Qwen3-235B-A22B-FP8", "fp8")
+    assert checkpoint_note("qwen3-235b-a22b", "fp8") is None            # the bf16 checkpoint
+    assert checkpoint_note("unsloth/gpt-oss-120b-BF16", "nvfp4") is None  # a bf16 re-export
+    assert checkpoint_note("not-a-model", "fp8") is None
     rc = main(["predict", "--model", "deepseek-v3", "--hardware", "h200-sxm", "--tp", "8", "--weights", "fp8",
                "--isl", "1024", "--osl", "16", "--batch", "1", "--format", "json"])
     out = capsys.readouterr()

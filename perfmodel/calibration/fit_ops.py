@@ -74,7 +74,8 @@ DECODE_KERNEL_EXT = DECODE_EXT + [
     ("reread_fraction", 0.0, 1.0, 0.5), ("split_chunk", 32.0, 8192.0, 512.0), ("split_fill", 0.25, 16.0, 2.0)]
 #: Candidate KV lengths from which the decode kernel runs a split-KV reduction pass; each system keeps
 #: the one with the lowest training median error (a kernel heuristic that differs by architecture:
-#: 2026-11-30, H100 10.35 / 10.16 / 10.57 %, H200 9.86 / 9.79 / 9.96 %, GB200 5.47 / 5.78 / 5.17 %)
+#: 2026-11-30, H100 10.35 / 10.16 / 10.57 %, H200 9.86 / 9.79 / 9.96 %, B200 5.23 / 5.18 / 5.18 %,
+#: GB200 5.47 / 5.78 / 5.17 %)
 SPLIT_TOKENS = (128, 256, 512)
 DECODE_NFEV = 400     # the kernel-level decode form has 18 parameters
 PREFILL_EXT = [("compute", 0.01, 1.0, 0.6), ("compute_fp8", 0.01, 1.0, 0.5),

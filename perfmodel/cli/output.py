@@ -71,20 +71,37 @@ def preset_note() -> str:
 
 
 def checkpoint_note(model: str | None, weights: str | None) -> str | None:
-    """A note when ``weights`` names a format family whose kernels differ from the checkpoint's own:
-    ``fp8`` for a block-scaled FP8 checkpoint (DeepSeek-V3/R1, MiniMax-M2, Qwen ``-FP8``) or an FP4
-    format other than ``mxfp4`` for gpt-oss's MXFP4 experts (None otherwise)."""
+    """A note when ``weights`` asks a checkpoint's model for kernels other than its own: ``fp8`` of a
+    block-scaled FP8 checkpoint (DeepSeek-V3/R1, MiniMax-M2, Qwen ``-FP8``) or an NVFP4 format of
+    gpt-oss's MXFP4 experts (None otherwise, also for models that do not resolve).
+
+    The checkpoint is the resolved model spec's (its id, not a substring of a path), with a ``-FP8`` /
+    ``-BF16`` suffix of the repo id or folder name deciding for Qwen FP8 and re-exported bf16 copies.
+    """
     if not model or not weights:
         return None
-    from ..validation.models import checkpoint_default_format  # imported here: keeps `--help` light
+    from ..errors import PerfmodelError
+    from ..modelspec import load_model  # imported here: keeps `perfmodel --help` light
+    from ..validation.models import checkpoint_default_format
 
-    own, asked = checkpoint_default_format(str(model)), str(weights).strip().lower()
+    try:
+        spec_id = load_model(model).id
+    except PerfmodelError:
+        return None
+    parts = [p for p in str(model).replace("\\", "/").lower().split("/") if p and not p.endswith(".json")]
+    tail = parts[-1] if parts else ""
+    own = checkpoint_default_format(spec_id)
+    if tail.endswith("-bf16"):
+        own = "bf16"
+    elif tail.endswith("-fp8") and spec_id.startswith("qwen"):
+        own = "fp8_block"
+    asked = str(weights).strip().lower()
     if own == "fp8_block" and asked in ("fp8", "fp8_e4m3", "e4m3", "float8"):
         return (f"note: {model} ships block-scaled FP8 weights (128 x 128 blocks); --weights fp8 costs "
                 "per-tensor FP8 kernels, --weights fp8_block the checkpoint's own (slower on Hopper)")
     if own == "mxfp4" and asked in ("nvfp4", "fp4"):
         return (f"note: {model} ships MXFP4 experts; --weights {asked} costs NVFP4 kernels, --weights mxfp4 "
-                "--activations fp8 (Blackwell) or bf16 (Hopper) the checkpoint's own MoE kernels")
+                "the checkpoint's own MoE kernels (MXFP8 activations on Blackwell, bf16 on Hopper)")
     return None
 
 

@@ -296,8 +296,9 @@ def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike,
     state, output write) of c SM-seconds, spread over the S SMs (``slots``); split-KV ("multi-block")
     grids add KV splits of C tokens (``split_chunk``) until about k blocks per SM (``split_fill``)
     are in flight, sized from the full history on kernels that do not clip the grid to the sliding
-    window (ω = ``split_window`` in [0, 1]); a split call launches a second, reduction pass
-    (t_s = ``split_cost`` once L_w >= L_s = ``split_tokens``); and a call with few independent KV
+    window (ω = ``split_window`` in [0, 1]); calls with L_w >= L_s (``split_tokens``) take the
+    kernel's multi-block path with a reduction pass, t_s = ``split_cost`` (the switch-on length is a
+    kernel heuristic, fitted apart from the split count s); and a call with few independent KV
     streams cannot keep enough bytes in flight to reach the bandwidth (U½ = ``unit_half``,
     Little's law). t_u is device work, so it is returned as :attr:`OpTime.serial` (engines do not
     scale it with their per-launch factor).

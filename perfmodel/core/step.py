@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
-from ..precision import Precision
+from ..precision import Precision, dtype
 from . import comm
 from .costs import (
     OpTime,
@@ -159,7 +159,9 @@ class StepModel:
     tp, pp, ep, dp_attention, moe_tp : int
         Parallel layout (see :mod:`perfmodel.core.parallel`).
     weights, activations, kv_cache : str
-        Formats (``bf16``, ``fp8``, ``nvfp4``, ``int4``...).
+        Formats (``bf16``, ``fp8``, ``nvfp4``, ``int4``...). Activations default as in
+        :meth:`perfmodel.precision.Precision.of`, except for ``mxfp4`` weights: ``fp8`` on accelerators
+        with an FP4 peak (MXFP4 x MXFP8 MoE kernels, Blackwell), ``bf16`` elsewhere (W4A16).
     efficiency : "calibrated" | "datasheet" | Efficiency
         Achievable-efficiency profile (``datasheet`` = pure roofline).
     reserve : float
@@ -186,6 +188,10 @@ class StepModel:
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                        moe_tp=moe_tp)
+        if activations is None and dtype(weights, "weights").name == "mxfp4":
+            # MXFP4 checkpoints (gpt-oss) run MXFP4 x MXFP8 MoE kernels where the tensor cores take FP4
+            # operands (Blackwell) and weight-only W4A16 kernels elsewhere (Hopper)
+            activations = "fp8" if "fp4" in self.hardware.compute else "bf16"
         self.precision = Precision.of(weights, activations, kv_cache)
         self.efficiency = profile_for(self.hardware.id, efficiency)
         if not 0 <= reserve < 1:
