@@ -65,6 +65,20 @@ DTYPE_ALIASES = {
 }
 
 
+def serving_activations(weights: str, has_fp4: bool) -> str:
+    """Activation format serving engines run a weight format with (TensorRT-LLM / vLLM defaults).
+
+    fp8 and NVFP4 weights quantise their activations alike; block-scaled FP8 uses fp8 activations;
+    MXFP4 experts (gpt-oss) run MXFP4 x MXFP8 kernels; FP4 weights on accelerators without FP4 tensor
+    cores (``has_fp4`` false: Hopper) run weight-only with bf16 activations, as does everything else.
+    """
+    if weights in ("nvfp4", "mxfp4") and not has_fp4:
+        return "bf16"
+    if weights in ("fp8", "nvfp4"):
+        return weights
+    return "fp8" if weights in ("mxfp4", "fp8_block") else "bf16"
+
+
 def dtype(name: str | DType, field: str = "dtype") -> DType:
     """Look up a :class:`DType` by name or alias (case-insensitive).
 

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
-from ..precision import Precision, dtype
+from ..precision import Precision, dtype, serving_activations
 from . import comm
 from .costs import (
     OpTime,
@@ -188,10 +188,8 @@ class StepModel:
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                        moe_tp=moe_tp)
-        if activations is None and dtype(weights, "weights").name == "mxfp4":
-            # MXFP4 checkpoints (gpt-oss) run MXFP4 x MXFP8 MoE kernels where the tensor cores take FP4
-            # operands (Blackwell) and weight-only W4A16 kernels elsewhere (Hopper)
-            activations = "fp8" if "fp4" in self.hardware.compute else "bf16"
+        if activations is None and dtype(weights, "weights").name == "mxfp4":  # the checkpoint's own kernels
+            activations = serving_activations("mxfp4", "fp4" in self.hardware.compute)
         self.precision = Precision.of(weights, activations, kv_cache)
         self.efficiency = profile_for(self.hardware.id, efficiency)
         if not 0 <= reserve < 1:

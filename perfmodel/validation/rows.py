@@ -40,6 +40,7 @@ import pandas as pd
 from ..core.parallel import Parallel
 from ..errors import PerfmodelError
 from ..hardware import load_accelerator
+from ..precision import serving_activations
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
 
 #: ``system`` column -> accelerator id.
@@ -158,17 +159,7 @@ def _formats(row: dict, hardware: str, policy: KVPolicy) -> tuple[str, str, str]
         weights = "fp8_block"   # the FP8 checkpoint of this model is block-scaled
     elif weights == "nvfp4" and checkpoint == "mxfp4":
         weights = "mxfp4"       # the FP4 checkpoint of this model is MXFP4 (gpt-oss)
-    acc = load_accelerator(hardware)
-    if weights in ("nvfp4", "mxfp4") and "fp4" not in acc.compute:
-        activations = "bf16"
-    elif weights == "mxfp4":
-        activations = "fp8"     # MXFP4 x MXFP8 MoE kernels (TensorRT-LLM's default on Blackwell)
-    elif weights in ("fp8", "nvfp4"):
-        activations = weights
-    elif weights == "fp8_block":
-        activations = "fp8"
-    else:
-        activations = "bf16"
+    activations = serving_activations(weights, "fp4" in load_accelerator(hardware).compute)
     return weights, activations, kv_cache_format(row["backend"], weights, policy)
 
 
