@@ -142,3 +142,11 @@ def test_anomaly_checks_flag_physically_impossible_rows():
     assert "ttft_below_roofline" in got["too_fast_prefill"]
     assert got["too_slow"] == ["tpot_above_ceiling"]
     assert got["named_tp8_run_tp8_0_ep8"] == ["id_layout_mismatch"]
+
+
+def test_unknown_efficiency_profile_is_one_error_not_a_skip_per_row():
+    from perfmodel.errors import UnknownNameError
+    from perfmodel.validation.run import validate_serving
+
+    with pytest.raises(UnknownNameError, match="known: .*calibrated.*datasheet"):
+        validate_serving(pd.DataFrame([_row()]), efficiency="calibrated-step")

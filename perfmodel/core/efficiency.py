@@ -176,7 +176,18 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
             return DATASHEET
         return replace(load_profile(borrowed), fallback=True,
                        name=f"{borrowed} (fallback for {accelerator_id})")
+    check_profile(efficiency)
     return load_profile(str(efficiency))
+
+
+def check_profile(efficiency: str | Efficiency | None) -> None:
+    """Raise :class:`~perfmodel.errors.UnknownNameError` (listing ``calibrated``, ``datasheet`` and the
+    shipped profiles) unless ``efficiency`` is an Efficiency or one of those names."""
+    if efficiency is None or isinstance(efficiency, Efficiency):
+        return
+    names = _profile_names()
+    if str(efficiency) not in ("calibrated", "datasheet", *names):
+        raise unknown_name("efficiency profile", str(efficiency), ["calibrated", "datasheet", *names])
 
 
 def small_m_variant(eff: Efficiency, compute: str) -> Efficiency | None:

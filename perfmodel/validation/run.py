@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.efficiency import profile_for
+from ..core.efficiency import check_profile, profile_for
 from ..errors import PerfmodelError, UnknownNameError
 from .anomalies import flag_anomalies
 from .engines import load_profile
@@ -92,7 +92,9 @@ def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = 
     """Map, flag and tabulate serving rows; returns the problem and all skipped rows.
 
     ``measured=False``: rows without measurements (estimates); nothing is flagged or de-duplicated.
+    An unknown efficiency profile name is an error here, not a skip reason of every row.
     """
+    check_profile(efficiency)
     deployments, skipped = map_rows(df, measured=measured)
     if len(deployments):
         deployments["anomaly"] = flag_anomalies(deployments) if measured else ""
