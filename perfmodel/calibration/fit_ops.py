@@ -187,14 +187,13 @@ def fit_system(system: str, tables: dict[str, pd.DataFrame], max_rows: int = MAX
         eff = fit(eff, dev, [(kind, _fit_rows(t[kind], None, max_rows))], _op(kind, DECODE_EXT))
     # -- kernel-level GQA decode form (per-op prediction only; the step model keeps the form above)
     kernel, dec = DECODE_KERNEL_FAMILY, t["attention_decode"]
-    train = dec[dec["split"] == "train"]
+    train, rows = dec[dec["split"] == "train"], _fit_rows(dec, None, max_rows)
     best = None
     for split_tokens in SPLIT_TOKENS:
         trial = with_params(eff, {f"op_params/{kernel}/max_group": MAX_GROUP,
                                   f"op_params/{kernel}/slots": dev.sm_count,
                                   f"op_params/{kernel}/split_tokens": split_tokens})
-        trial = fit(trial, dev, [("attention_decode", _fit_rows(dec, None, max_rows))],
-                    _op(kernel, DECODE_KERNEL_EXT), max_nfev=DECODE_NFEV)
+        trial = fit(trial, dev, [("attention_decode", rows)], _op(kernel, DECODE_KERNEL_EXT), max_nfev=DECODE_NFEV)
         err = error_stats(PREDICTORS["attention_decode"](train, trial, dev)[0],
                           train["latency_s"].to_numpy())["median_abs_pct_error"]
         if best is None or err < best[0]:

@@ -192,6 +192,9 @@ class StepModel:
             activations = serving_activations("mxfp4", "fp4" in self.hardware.compute)
         self.precision = Precision.of(weights, activations, kv_cache)
         self.efficiency = profile_for(self.hardware.id, efficiency)
+        # fused-MoE terms: the MoE kernel's own where the profile has them, else the GEMM format's
+        moe_format = self.precision.moe_format
+        self.moe_format = moe_format if self.efficiency.op(f"moe.{moe_format}") else self.precision.matmul_format
         if not 0 <= reserve < 1:
             raise ConfigError(f"reserve: must be in [0, 1), got {reserve}")
         if expert_imbalance < 1:
@@ -325,11 +328,8 @@ class StepModel:
         eff = self.efficiency
         if op.moe is not None:
             x = op.moe
-            fmt = self.precision.moe_format
-            if not eff.op(f"moe.{fmt}"):  # no fitted terms for this MoE kernel: the GEMM format's
-                fmt = self.precision.matmul_format
             return moe_time(x["tokens"], x["routed"], x["hit"], self.model.hidden_size, x["inter"],
-                            x["matrices"], self.peak, self.bandwidth, eff, fmt,
+                            x["matrices"], self.peak, self.bandwidth, eff, self.moe_format,
                             self.precision.weights.bytes, self.precision.act_bytes,
                             graph_replayed=x["decode_only"])
         if op.kind == "gemm":

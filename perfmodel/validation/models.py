@@ -100,9 +100,11 @@ def resolve_model(model_path: str) -> ModelSpec:
 #: Quantised formats a checkpoint ships in when a row leaves the precision empty (repo id suffix or
 #: architecture default); everything else defaults to bf16.
 CHECKPOINT_DEFAULTS: dict[str, str] = {
-    "-fp8": "fp8", "-nvfp4": "nvfp4", "-fp4": "nvfp4", "deepseek-r1": "fp8_block", "deepseek-v3": "fp8_block",
+    "-fp8": "fp8", "-nvfp4": "nvfp4", "-fp4": "nvfp4", "-bf16": "bf16", "deepseek-r1": "fp8_block", "deepseek-v3": "fp8_block",
     "gpt-oss": "mxfp4", "kimi-k2.5": "int4", "minimax-m2": "fp8_block",
 }
+#: Repo-id suffixes that name the checkpoint's format (a ``-BF16`` repo re-exports a quantised one).
+SUFFIXES = ("-fp8", "-nvfp4", "-fp4", "-bf16")
 #: Organisations whose ``-FP8`` checkpoints are block-scaled (128 x 128 weight blocks, as their
 #: config.json ``quantization_config.weight_block_size`` says); other ``-FP8`` repos (NVIDIA
 #: ModelOpt) are per-tensor.
@@ -112,14 +114,14 @@ BLOCK_FP8_ORGS = ("qwen/",)
 def checkpoint_default_format(model_path: str) -> str:
     """Weight format of a checkpoint as published (``''`` precision in a row means this).
 
-    Repo-id suffixes (``-FP8``, ``-NVFP4``) win (``-FP8`` of :data:`BLOCK_FP8_ORGS` is block-scaled);
+    Repo-id suffixes (``-FP8``, ``-NVFP4``, ``-BF16``) win (``-FP8`` of :data:`BLOCK_FP8_ORGS` is block-scaled);
     DeepSeek-V3/R1 and MiniMax-M2 ship block-FP8, gpt-oss MXFP4 experts, Kimi-K2.5 INT4 (W4A16)
     experts; others are bf16.
     """
     key = model_path.lower()
     if key.endswith("-fp8") and key.startswith(BLOCK_FP8_ORGS):
         return "fp8_block"
-    for suffix in ("-fp8", "-nvfp4", "-fp4"):
+    for suffix in SUFFIXES:
         if key.endswith(suffix):
             return CHECKPOINT_DEFAULTS[suffix]
     for fragment, fmt in CHECKPOINT_DEFAULTS.items():
