@@ -5,8 +5,15 @@ rows that ``perfmodel validate --data FILE`` and the calibration fit read like t
 
 - ``gemm.csv``: bf16 (and fp8 via ``torch._scaled_mm`` where the GPU supports it) GEMMs over decode-like
   (M = 1..256) and prefill-like (M = 512..16384) shapes of common models; columns as ``gemm.csv.gz``
-  (system, backend, backend_version, kernel_source, dtype, m, n, k, latency_ms) plus device, driver, date.
+  (system, backend, backend_version, kernel_source, dtype, m, n, k, latency_ms) plus device, driver,
+  cuda and date.
+- ``attention_decode.csv`` / ``attention_prefill.csv``: PyTorch's ``scaled_dot_product_attention`` (the
+  backend PyTorch picks) for GQA shapes of Llama-3.1-8B/70B at TP 1, columns as the shipped tables (decode:
+  ``isl`` = 1, ``step`` = ``kv_len`` - 1; prefill: ``step`` = 0). These are PyTorch's kernels, not
+  TensorRT-LLM's: they test the attention roofline, not the TRT-LLM kernel-path terms.
 - ``hbm_copy.csv``: achieved copy bandwidth of a large device-to-device copy (bytes read + written / time).
+
+A shape that fails (an unsupported dtype or size on that GPU) is printed and left out; the rest still run.
 
 Usage on the device machine::
 
@@ -22,6 +29,7 @@ import argparse
 import csv
 import datetime as dt
 import platform
+import subprocess
 import time
 from pathlib import Path
 
@@ -30,29 +38,107 @@ SHAPES_NK = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336), (10240, 8
              (57344, 8192), (8192, 28672), (4096, 7168), (7168, 2048)]
 DECODE_M = [1, 4, 16, 64, 256]
 PREFILL_M = [512, 2048, 8192, 16384]
+#: (query heads, KV heads, head dim) of Llama-3.1-8B and Llama-3.1-70B at TP 1.
+ATTENTION_HEADS = [(32, 8, 128), (64, 8, 128)]
+DECODE_BATCH = [1, 8, 32, 128]
+DECODE_KV = [1024, 4096, 16384]
+PREFILL_ISL = [512, 2048, 8192]
+#: Bytes each timed shape cycles through (copies of its weights or KV cache): several times the largest
+#: L2 of the GPUs measured (H200 60 MB, B200 126 MB), so every call reads HBM as a model's step does.
+CYCLE_BYTES = 512 * 2**20
+#: The per-op tables' system names for the GPUs they cover.
+SYSTEM_IDS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
 
 
 def timer(torch, device: str):
-    """A function timing a callable: CUDA events on a GPU, perf_counter on a CPU [ms per call]."""
-    if device == "cuda":
-        def run(fn, iters: int) -> float:
-            fn()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            return start.elapsed_time(end) / iters
-    else:
-        def run(fn, iters: int) -> float:
+    """A function timing a callable, returning ``{"latency_ms": ms per call, "timing": method}``.
+
+    On a GPU the calls are captured in one CUDA graph and the graph is replayed (median of 5 replays):
+    the kernels run back to back as an engine's graph-captured step runs them, so small shapes measure
+    the kernel and not Python's launch cost (eager launches put a ~15-40 us floor under every call).
+    Where capture fails, eager launches between CUDA events (``timing`` says which). On a CPU: perf_counter.
+    """
+    if device != "cuda":
+        def run_cpu(fn, iters: int, graph: bool = False) -> dict:
             fn()
             t0 = time.perf_counter()
             for _ in range(iters):
                 fn()
-            return (time.perf_counter() - t0) * 1e3 / iters
+            return {"latency_ms": (time.perf_counter() - t0) * 1e3 / iters, "timing": "eager"}
+        return run_cpu
+
+    def elapsed(launch, iters: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        launch()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / iters
+
+    def run(fn, iters: int, graph: bool = True) -> dict:
+        if not graph:
+            fn()
+            torch.cuda.synchronize()
+
+            def eager():
+                for _ in range(iters):
+                    fn()
+            return {"latency_ms": elapsed(eager, iters), "timing": "eager"}
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up off the default stream, as graph capture wants
+            fn()
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(iters):
+                    fn()
+            graph.replay()
+            torch.cuda.synchronize()
+            times = sorted(elapsed(graph.replay, iters) for _ in range(5))
+            return {"latency_ms": times[2], "timing": "cuda_graph"}
+        except RuntimeError as err:
+            print(f"graph capture failed ({str(err).splitlines()[0][:120]}); timing eager launches")
+            torch.cuda.synchronize()
+            return run(fn, iters, graph=False)
     return run
+
+
+def copies_for(device: str, nbytes: float) -> int:
+    """How many copies of an operand of ``nbytes`` to cycle through so that it is read from HBM."""
+    return 1 if device == "cpu" else max(2, int(-(-CYCLE_BYTES // max(nbytes, 1))))
+
+
+def attempt(what: str, fn, *args) -> dict | None:
+    """``fn(*args)``, or None (printed) where the GPU or library rejects that shape or dtype."""
+    try:
+        return fn(*args)
+    except (RuntimeError, ValueError, TypeError) as err:
+        print(f"skipped {what}: {type(err).__name__}: {str(err).splitlines()[0][:160]}")
+        return None
+
+
+def rotating(calls: list):
+    """One callable that runs the next of ``calls`` each time (copies defeat L2 reuse between timings)."""
+    state = {"i": 0}
+
+    def step():
+        state["i"] = (state["i"] + 1) % len(calls)
+        calls[state["i"]]()
+    return step
+
+
+def gemm_calls(torch, device: str, dtype: str, m: int, weights: list) -> list:
+    """One Y = X W^T callable per weight copy (fp8: per-tensor scaled ``torch._scaled_mm``, bf16 out)."""
+    x = torch.randn(m, weights[0].shape[1], device=device, dtype=torch.bfloat16)
+    if dtype != "fp8":
+        return [lambda a=a: x @ a.t() for a in weights]
+    xq, one = x.to(torch.float8_e4m3fn), torch.tensor(1.0, device=device)
+    return [lambda a=a: torch._scaled_mm(xq, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            for a in weights]
 
 
 def gemm_rows(torch, device: str, quick: bool, meta: dict) -> list[dict]:
@@ -66,28 +152,52 @@ def gemm_rows(torch, device: str, quick: bool, meta: dict) -> list[dict]:
     rows = []
     for dtype in dtypes:
         for n, k in shapes:
-            copies = 1 if device == "cpu" else 4
-            w = [torch.randn(n, k, device=device, dtype=torch.bfloat16) for _ in range(copies)]
+            copies = copies_for(device, n * k * (1 if dtype == "fp8" else 2))
+            weights = [torch.randn(n, k, device=device, dtype=torch.bfloat16) for _ in range(copies)]
             if dtype == "fp8":
-                w = [x.to(torch.float8_e4m3fn) for x in w]
-                one = torch.tensor(1.0, device=device)
+                weights = [w.to(torch.float8_e4m3fn) for w in weights]
             for m in ms:
-                x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
-                if dtype == "fp8":
-                    xq = x.to(torch.float8_e4m3fn)
-                    calls = [lambda a=a, q=xq, s=one: torch._scaled_mm(q, a.t(), scale_a=s, scale_b=s,
-                                                                       out_dtype=torch.bfloat16) for a in w]
-                else:
-                    calls = [lambda a=a, q=x: q @ a.t() for a in w]
-                state = {"i": 0}
+                iters = 3 if quick else max(5, copies, min(200, int(2e10 / (2 * m * n * k) + 5)))
+                calls = attempt(f"{dtype} GEMM m={m} n={n} k={k}", gemm_calls, torch, device, dtype, m, weights)
+                timed = calls and attempt(f"{dtype} GEMM m={m} n={n} k={k}", run, rotating(calls), iters)
+                if timed:
+                    rows.append({**meta, "kernel_source": "torch_matmul" if dtype == "bfloat16" else "torch_scaled_mm",
+                                 "dtype": dtype, "m": m, "n": n, "k": k, **timed})
+    return rows
 
-                def step(calls=calls, state=state):
-                    state["i"] = (state["i"] + 1) % len(calls)
-                    calls[state["i"]]()
 
-                iters = 3 if quick else max(5, min(200, int(2e10 / (2 * m * n * k) + 5)))
-                rows.append({**meta, "kernel_source": "torch_matmul" if dtype == "bfloat16" else "torch_scaled_mm",
-                             "dtype": dtype, "m": m, "n": n, "k": k, "latency_ms": run(step, iters)})
+def time_attention(torch, device: str, run, phase: str, batch: int, length: int, heads: tuple, iters: int
+                   ) -> dict:
+    """SDPA over ``length`` cached tokens: one query token (decode) or ``length`` causal ones (prefill)."""
+    h, hkv, d = heads
+    q = torch.randn(batch, h, 1 if phase == "decode" else length, d, device=device, dtype=torch.bfloat16)
+    copies = copies_for(device, 2 * batch * hkv * length * d * 2)
+    kv = [[torch.randn(batch, hkv, length, d, device=device, dtype=torch.bfloat16) for _ in "kv"]
+          for _ in range(copies)]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    calls = [lambda k=k, v=v: sdpa(q, k, v, is_causal=phase == "prefill", enable_gqa=True) for k, v in kv]
+    return run(rotating(calls), max(iters, copies))
+
+
+def attention_rows(torch, device: str, quick: bool, meta: dict, phase: str) -> list[dict]:
+    """Time SDPA for decode (one query token over ``kv_len`` cached tokens) or causal prefill."""
+    run = timer(torch, device)
+    if phase == "decode":
+        points = [(b, kv) for b in (DECODE_BATCH[:2] if quick else DECODE_BATCH)
+                  for kv in (DECODE_KV[:1] if quick else DECODE_KV)]
+    else:
+        points = [(1, isl) for isl in (PREFILL_ISL[:1] if quick else PREFILL_ISL)]
+    rows = []
+    for heads in ATTENTION_HEADS[:1] if quick else ATTENTION_HEADS:
+        for batch, length in points:
+            timed = attempt(f"{phase} attention b={batch} len={length} heads={heads}", time_attention, torch,
+                            device, run, phase, batch, length, heads, 3 if quick else 20)
+            if timed:
+                isl, step = (1, length - 1) if phase == "decode" else (length, 0)
+                rows.append({**meta, "kernel_source": "torch_sdpa", "batch_size": batch, "isl": isl, "step": step,
+                             "kv_len": length, "num_heads": heads[0], "num_key_value_heads": heads[1],
+                             "head_dim": heads[2], "window_size": 0, "attn_dtype": "bfloat16",
+                             "kv_cache_dtype": "bfloat16", **timed})
     return rows
 
 
@@ -97,8 +207,20 @@ def copy_rows(torch, device: str, quick: bool, meta: dict) -> list[dict]:
     size = (64 if quick else 4096) * 2**20
     a = torch.empty(size, dtype=torch.uint8, device=device)
     b = torch.empty_like(a)
-    ms = run(lambda: b.copy_(a), 3 if quick else 20)
-    return [{**meta, "bytes": size, "latency_ms": ms, "bandwidth_GBps": 2 * size / (ms * 1e-3) / 1e9}]
+    # Eager: inside a CUDA graph a device-to-device copy becomes a memcpy node served by the copy
+    # engines (about 2.7 of 4.2 TB/s on an H200), not the SM copy kernel a model's memory traffic uses.
+    timed = run(lambda: b.copy_(a), 3 if quick else 20, graph=False)
+    return [{**meta, "bytes": size, **timed, "bandwidth_GBps": 2 * size / (timed["latency_ms"] * 1e-3) / 1e9}]
+
+
+def driver_version() -> str:
+    """The NVIDIA driver version nvidia-smi reports, or 'unknown'."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
 
 
 def write(path: Path, rows: list[dict]) -> None:
@@ -119,15 +241,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("no CUDA device visible; use --device cpu for a smoke test")
     name = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu"
-    driver = torch.version.cuda if args.device == "cuda" else "n/a"
-    meta = {"system": name.lower().replace(" ", "_"), "backend": "torch", "backend_version": torch.__version__,
-            "device": name, "driver_cuda": driver, "date": dt.date.today().isoformat()}
+    system = next((sid for key, sid in SYSTEM_IDS.items() if key in name.lower().split()),
+                  name.lower().replace(" ", "_"))
+    meta = {"system": system, "backend": "torch", "backend_version": torch.__version__, "device": name,
+            "driver": driver_version() if args.device == "cuda" else "n/a",
+            "cuda": torch.version.cuda or "n/a", "date": dt.date.today().isoformat()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    g, c = gemm_rows(torch, args.device, args.quick, meta), copy_rows(torch, args.device, args.quick, meta)
-    write(out / "gemm.csv", g)
-    write(out / "hbm_copy.csv", c)
-    print(f"{len(g)} GEMM rows and {len(c)} copy rows for {name} written to {out}")
+    tables = {"gemm.csv": gemm_rows(torch, args.device, args.quick, meta),
+              "attention_decode.csv": attention_rows(torch, args.device, args.quick, meta, "decode"),
+              "attention_prefill.csv": attention_rows(torch, args.device, args.quick, meta, "prefill"),
+              "hbm_copy.csv": copy_rows(torch, args.device, args.quick, meta)}
+    for file, rows in tables.items():
+        if rows:
+            write(out / file, rows)
+    print(", ".join(f"{len(rows)} rows in {file}" for file, rows in tables.items()) + f" for {name} ({out})")
     return 0
 
 

@@ -168,14 +168,34 @@ def test_table_kinds_are_recognised(tmp_path):
     assert detect_kind(["op", "num_gpus", "message_size_bytes", "latency_ms"]) == "ops:communication"
     with pytest.raises(ValueError, match="unrecognised"):
         detect_kind(["a", "b"])
+
+
+def test_per_op_table_gives_per_row_predictions_and_an_error_table(tmp_path, capsys):
     gemm = tmp_path / "gemm.csv"
-    gemm.write_text("system,dtype,m,n,k,latency_ms\nh100_sxm,bfloat16,1,32,32,0.0026\n")
-    try:
-        import perfmodel.calibration.op_validation  # noqa: F401
-    except ModuleNotFoundError:
-        assert main(["validate", "--data", str(gemm)]) == 2  # clear one-line error, no traceback
-    else:
-        assert main(["validate", "--data", str(gemm), "--format", "json"]) == 0
+    gemm.write_text("system,dtype,m,n,k,latency_ms\nh100_sxm,bfloat16,1,4096,4096,0.0133\n"
+                    "h100_sxm,bfloat16,8192,4096,4096,0.40\nmi300x,bfloat16,1,4096,4096,0.02\n")
+    out = tmp_path / "pred.csv"
+    assert main(["validate", "--data", str(gemm), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ops:gemm: 3 rows, 2 predicted, 1 skipped" in text
+    assert "latency" in text and "by dtype" in text and "unknown system mi300x" in text
+    rows = pd.read_csv(out)
+    assert len(rows) == 2 and {"predicted_ms", "error_pct", "split", "latency_ms"} <= set(rows.columns)
+    assert np.allclose(rows["error_pct"], 100 * (rows["predicted_ms"] / rows["latency_ms"] - 1))
+
+
+def test_attention_tables_are_told_apart_by_step_and_mixed_tables_refused(tmp_path, capsys):
+    head = "system,batch_size,isl,step,kv_len,num_heads,num_key_value_heads,head_dim,window_size," \
+           "attn_dtype,kv_cache_dtype,latency_ms\n"
+    decode = "h200_sxm,8,1,4095,4096,32,8,128,0,bfloat16,bfloat16,0.04\n"
+    prefill = "h200_sxm,1,2048,0,2048,32,8,128,0,bfloat16,bfloat16,0.09\n"
+    for name, body, kind in (("d.csv", decode, "attention_decode"), ("p.csv", prefill, "attention_prefill")):
+        (tmp_path / name).write_text(head + body)
+        assert main(["validate", "--data", str(tmp_path / name), "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["table"] == kind
+    (tmp_path / "mixed.csv").write_text(head + decode + prefill)
+    assert main(["validate", "--data", str(tmp_path / "mixed.csv")]) == 2
+    assert "mixes decode rows" in capsys.readouterr().err
 
 
 def test_cli_calibrate_writes_a_profile_that_validate_reads(public, tmp_path, capsys):

@@ -127,16 +127,34 @@ def table_kind(df: pd.DataFrame) -> str:
         return "gemm"
     if "num_experts" in cols:
         return "moe"
-    if "mla_dtype" in cols:
-        return "mla_decode" if (df["isl"] == 1).all() and (df["step"] > 0).all() else "mla_prefill"
-    if "head_dim" in cols:
-        return "attention_decode" if (df["isl"] == 1).all() and (df["step"] > 0).all() \
-            else "attention_prefill"
+    if "mla_dtype" in cols or "head_dim" in cols:
+        family = "mla" if "mla_dtype" in cols else "attention"
+        return f"{family}_{attention_phase(df)}"
     if "implementation" in cols:
         return "custom_allreduce"
     if {"op", "num_gpus", "message_size_bytes"} <= cols:
         return "nccl"
     raise ConfigError(f"unrecognised per-op table (columns {sorted(cols)})")
+
+
+def attention_phase(df: pd.DataFrame) -> str:
+    """``decode`` (every row ``step`` > 0: one new token over a cache) or ``prefill`` (every ``step`` = 0).
+
+    Raises
+    ------
+    ConfigError
+        A table mixing both kinds of rows (or without a ``step`` column).
+    """
+    if "step" not in df:
+        raise ConfigError("attention table without a 'step' column: cannot tell decode (step > 0) rows "
+                          "from prefill (step = 0) rows")
+    step = pd.to_numeric(df["step"], errors="coerce")
+    if (step > 0).all():
+        return "decode"
+    if (step == 0).all():
+        return "prefill"
+    raise ConfigError(f"attention table mixes decode rows (step > 0: {int((step > 0).sum())}) and prefill "
+                      f"rows (step = 0: {int((step == 0).sum())}); split it into one table per phase")
 
 
 def shape_hash(df: pd.DataFrame, kind: str) -> np.ndarray:

@@ -67,14 +67,17 @@ def _print_table(run) -> None:
     s = run.summary
     print(f"{run.kind}: {s.get('rows')} rows, {s.get('predicted')} predicted, {s.get('skipped')} skipped"
           + (f", {s['anomalous']} flagged anomalous (excluded)" if s.get("anomalous") else ""))
-    metrics = [m for m in ("tpot", "ttft", "batch_latency") if isinstance(s.get(m), dict)]
+    metrics = [m for m in ("tpot", "ttft", "batch_latency", "latency") if isinstance(s.get(m), dict)]
     rows = [{"metric": m, **{k: v for k, v in s[m].items()}} for m in metrics]
     if rows:
         print(format_table(rows))
     for group, values in (s.get("by") or {}).items():
+        print(f"\nby {group}:")
+        if run.kind.startswith("ops:"):
+            print(format_table([{group: k, **v} for k, v in values.items()]))
+            continue
         if run.kind != "serving":
             continue
-        print(f"\nby {group}:")
         print(format_table([{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
                              "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
                              "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()]))

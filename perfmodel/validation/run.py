@@ -11,7 +11,6 @@ and dispatches on its columns:
 
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.efficiency import check_profile, profile_for
-from ..errors import PerfmodelError, UnknownNameError
+from ..errors import ConfigError, PerfmodelError, UnknownNameError
 from .anomalies import flag_anomalies
 from .engines import load_profile
 from .importers import MeasuredDeployment, import_results
@@ -169,26 +168,28 @@ def published_summary(predictions: pd.DataFrame, skipped: pd.DataFrame, rows: in
     return out
 
 
-def validate_ops(df: pd.DataFrame, table: str, efficiency="calibrated") -> ValidationRun:
-    """Hand a per-op table to :func:`perfmodel.calibration.op_validation.validate_table`.
+def validate_ops(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
+    """Predict every row of a per-op table (:mod:`perfmodel.calibration.op_validation`).
 
-    Raises
-    ------
-    PerfmodelError
-        The calibration package (or its op validation) is not available.
+    The predictions frame holds the table's columns plus ``predicted_ms``, ``error_pct`` (100 (p/m - 1))
+    and ``split`` (the deterministic shape split the profiles were fitted on: ``test`` shapes are held
+    out of the fit).
     """
+    from ..calibration import op_validation
+    from ..calibration.ops_data import tidy
+
     try:
-        module = importlib.import_module("perfmodel.calibration.op_validation")
-    except ModuleNotFoundError:
-        raise PerfmodelError(f"per-op table ({table}) recognised, but perfmodel.calibration.op_validation "
-                             f"is not available in this installation; per-op validation lives there") from None
-    fn = getattr(module, "validate_table", None)
-    if fn is None:
-        raise PerfmodelError("perfmodel.calibration.op_validation has no validate_table() function")
-    summary = fn(df, profile=efficiency)
-    kind = f"ops:{summary.get('table', table)}" if isinstance(summary, dict) else f"ops:{table}"
-    return ValidationRun(kind, pd.DataFrame(), pd.DataFrame(columns=["row", "id", "reason"]),
-                         summary if isinstance(summary, dict) else {"result": str(summary)})
+        predicted = op_validation.predict_table(tidy(df), efficiency)
+    except ConfigError as exc:
+        raise PerfmodelError(f"--data: {exc}") from None
+    summary = op_validation.summarize(predicted)
+    ok = (predicted["skip_reason"] == "").to_numpy()
+    rows = predicted.assign(predicted_ms=predicted["predicted_s"] * 1e3,
+                            error_pct=100.0 * (predicted["predicted_s"] / predicted["latency_s"] - 1.0))
+    keep = [*df.columns, "predicted_ms", "error_pct", "split"]
+    skipped = pd.DataFrame({"row": predicted.index[~ok], "id": predicted["kind"][~ok],
+                            "reason": predicted["skip_reason"][~ok]})
+    return ValidationRun(f"ops:{summary['table']}", rows.loc[ok, keep], skipped, summary)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -233,4 +234,4 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
     if kind == "published":
         preds, skipped = validate_published(df, efficiency)
         return ValidationRun(kind, preds, skipped, published_summary(preds, skipped, len(df)))
-    return validate_ops(df, kind.split(":", 1)[1], efficiency)
+    return validate_ops(df, efficiency)
