@@ -11,6 +11,12 @@ rows that ``perfmodel validate --data FILE`` and the calibration fit read like t
   backend PyTorch picks) for GQA shapes of Llama-3.1-8B/70B at TP 1, columns as the shipped tables (decode:
   ``isl`` = 1, ``step`` = ``kv_len`` - 1; prefill: ``step`` = 0). These are PyTorch's kernels, not
   TensorRT-LLM's: they test the attention roofline, not the TRT-LLM kernel-path terms.
+- ``decode_step.csv``: one whole decode step of Llama-3.1-8B (bf16, random weights, config from
+  ``perfmodel/data/models/llama-3.1-8b.json``) written as plain PyTorch ops — RMSNorm, fused QKV, RoPE,
+  KV-cache write, SDPA over the cache, O projection, gated MLP, LM head and argmax — captured in a CUDA
+  graph, for batch 1..128 at 1k and 4k cached tokens: a framework-free step that the step model
+  (``StepModel.step_time``) predicts without any engine overhead. Unfused small ops make it slower than
+  an engine's fused kernels, so it bounds the step model's small-op costs from above.
 - ``hbm_copy.csv``: achieved copy bandwidth of a large device-to-device copy (bytes read + written / time).
 
 A shape that fails (an unsupported dtype or size on that GPU) is printed and left out; the rest still run.
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import json
 import platform
 import subprocess
 import time
@@ -48,6 +55,11 @@ PREFILL_ISL = [512, 2048, 8192]
 CYCLE_BYTES = 512 * 2**20
 #: The per-op tables' system names for the GPUs they cover.
 SYSTEM_IDS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
+STEP_MODEL = Path(__file__).resolve().parents[1] / "perfmodel" / "data" / "models" / "llama-3.1-8b.json"
+STEP_POINTS = [(b, ctx) for ctx in (1024, 4096) for b in (1, 8, 32, 64, 128)]
+#: A tiny config for the CPU smoke test (same code path).
+TINY = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 512, "vocab_size": 1000, "rms_norm_eps": 1e-5, "rope_theta": 500000.0}
 
 
 def timer(torch, device: str):
@@ -201,6 +213,71 @@ def attention_rows(torch, device: str, quick: bool, meta: dict, phase: str) -> l
     return rows
 
 
+def decoder_weights(torch, device: str, cfg: dict) -> dict:
+    """Random bf16 weights of a Llama-style decoder (per layer: fused QKV, O, fused gate/up, down)."""
+    h, heads, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = h // heads
+
+    def w(*shape):
+        return torch.randn(*shape, device=device, dtype=torch.bfloat16) * 0.02
+    layers = [{"qkv": w((heads + 2 * kv) * d, h), "o": w(h, heads * d), "gate_up": w(2 * cfg["intermediate_size"], h),
+               "down": w(h, cfg["intermediate_size"]), "n1": torch.ones(h, device=device, dtype=torch.bfloat16),
+               "n2": torch.ones(h, device=device, dtype=torch.bfloat16)} for _ in range(cfg["num_hidden_layers"])]
+    return {"layers": layers, "norm": torch.ones(h, device=device, dtype=torch.bfloat16), "lm_head": w(cfg["vocab_size"], h)}
+
+
+def decode_step_fn(torch, device: str, cfg: dict, weights: dict, batch: int, context: int):
+    """A callable running one decode step of ``batch`` sequences with ``context`` cached tokens each."""
+    f = torch.nn.functional
+    h, heads, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d, eps = h // heads, cfg["rms_norm_eps"]
+    caches = [[torch.zeros(batch, kv, context + 1, d, device=device, dtype=torch.bfloat16) for _ in "kv"]
+              for _ in weights["layers"]]
+    x = torch.randn(batch, h, device=device, dtype=torch.bfloat16)
+    inv = 1.0 / cfg.get("rope_theta", 10000.0) ** (torch.arange(0, d, 2, device=device).float() / d)
+    angle = context * inv
+    cos, sin = (torch.cat([t, t]).to(torch.bfloat16) for t in (angle.cos(), angle.sin()))
+
+    def rope(t):
+        half = t.shape[-1] // 2
+        return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
+
+    def step():
+        hidden = x
+        for lw, (k_cache, v_cache) in zip(weights["layers"], caches, strict=True):
+            qkv = f.rms_norm(hidden, (h,), lw["n1"], eps) @ lw["qkv"].t()
+            q, k, v = qkv.split([heads * d, kv * d, kv * d], dim=-1)
+            k_cache[:, :, context] = rope(k.view(batch, kv, d))
+            v_cache[:, :, context] = v.view(batch, kv, d)
+            att = f.scaled_dot_product_attention(rope(q.view(batch, heads, 1, d)), k_cache, v_cache,
+                                                 enable_gqa=True)
+            hidden = hidden + att.reshape(batch, heads * d) @ lw["o"].t()
+            gate, up = (f.rms_norm(hidden, (h,), lw["n2"], eps) @ lw["gate_up"].t()).chunk(2, dim=-1)
+            hidden = hidden + (f.silu(gate) * up) @ lw["down"].t()
+        return (f.rms_norm(hidden, (h,), weights["norm"], eps) @ weights["lm_head"].t()).argmax(dim=-1)
+    return step
+
+
+def decode_step_rows(torch, device: str, quick: bool, meta: dict) -> list[dict]:
+    """Time whole decode steps of Llama-3.1-8B (a tiny config on the CPU) at each (batch, context)."""
+    run = timer(torch, device)
+    cfg = TINY if device == "cpu" else json.loads(STEP_MODEL.read_text())["config"]
+    weights = attempt("decode-step weights", decoder_weights, torch, device, cfg)
+    rows = []
+    for batch, context in (STEP_POINTS[:2] if quick else STEP_POINTS) if weights else []:
+        step = attempt(f"decode step b={batch} ctx={context}", decode_step_fn, torch, device, cfg, weights,
+                       batch, context)
+        timed = step and attempt(f"decode step b={batch} ctx={context}", run, step, 2 if quick else 5)
+        if timed:
+            rows.append({**meta, "kernel_source": "torch_ops_graph", "model": "meta-llama/Llama-3.1-8B"
+                         if device != "cpu" else "tiny", "weights": "bfloat16", "kv_cache_dtype": "bfloat16",
+                         "batch_size": batch, "context": context, **timed})
+        del step
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
 def copy_rows(torch, device: str, quick: bool, meta: dict) -> list[dict]:
     """Achieved bandwidth of one large copy: 2 × size bytes moved per call."""
     run = timer(torch, device)
@@ -251,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = {"gemm.csv": gemm_rows(torch, args.device, args.quick, meta),
               "attention_decode.csv": attention_rows(torch, args.device, args.quick, meta, "decode"),
               "attention_prefill.csv": attention_rows(torch, args.device, args.quick, meta, "prefill"),
+              "decode_step.csv": decode_step_rows(torch, args.device, args.quick, meta),
               "hbm_copy.csv": copy_rows(torch, args.device, args.quick, meta)}
     for file, rows in tables.items():
         if rows:
