@@ -17,7 +17,11 @@ rows that ``perfmodel validate --data FILE`` and the calibration fit read like t
   graph, for batch 1..128 at 1k and 4k cached tokens: a framework-free step that the step model
   (``StepModel.step_time``) predicts without any engine overhead. Unfused small ops make it slower than
   an engine's fused kernels, so it bounds the step model's small-op costs from above.
-- ``hbm_copy.csv``: achieved copy bandwidth of a large device-to-device copy (bytes read + written / time).
+- ``prefill_step.csv``: the same model's prefill of one prompt of 128..16384 tokens in one step (causal
+  attention over the prompt, KV written to the cache, logits of the last token only); columns as
+  ``decode_step.csv`` with ``batch_size`` = ``context`` = 0 (no sequence decoding) and ``prefill_tokens``.
+- ``hbm_copy.csv``: achieved copy bandwidth of a large device-to-device copy (bytes read + written / time),
+  measured before the other tables (``order`` = first) and after them (last).
 
 A shape that fails (an unsupported dtype or size on that GPU) is printed and left out; the rest still run.
 
@@ -57,6 +61,7 @@ CYCLE_BYTES = 512 * 2**20
 SYSTEM_IDS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
 STEP_MODEL = Path(__file__).resolve().parents[1] / "perfmodel" / "data" / "models" / "llama-3.1-8b.json"
 STEP_POINTS = [(b, ctx) for ctx in (1024, 4096) for b in (1, 8, 32, 64, 128)]
+PREFILL_TOKENS = [128, 512, 1024, 2048, 4096, 8192, 16384]
 #: A tiny config for the CPU smoke test (same code path).
 TINY = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 512, "vocab_size": 1000, "rms_norm_eps": 1e-5, "rope_theta": 500000.0}
@@ -226,52 +231,65 @@ def decoder_weights(torch, device: str, cfg: dict) -> dict:
     return {"layers": layers, "norm": torch.ones(h, device=device, dtype=torch.bfloat16), "lm_head": w(cfg["vocab_size"], h)}
 
 
-def decode_step_fn(torch, device: str, cfg: dict, weights: dict, batch: int, context: int):
-    """A callable running one decode step of ``batch`` sequences with ``context`` cached tokens each."""
+def step_fn(torch, device: str, cfg: dict, weights: dict, batch: int, context: int, tokens: int = 1):
+    """A callable running one forward step: ``batch`` sequences each add ``tokens`` tokens after
+    ``context`` cached ones (decode: tokens = 1; prefill: context = 0, causal over the prompt)."""
+    if tokens > 1 and context:
+        raise ValueError("a multi-token step needs context = 0 (no chunked prefill here)")
     f = torch.nn.functional
     h, heads, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d, eps = h // heads, cfg["rms_norm_eps"]
-    caches = [[torch.zeros(batch, kv, context + 1, d, device=device, dtype=torch.bfloat16) for _ in "kv"]
+    length = context + tokens
+    caches = [[torch.zeros(batch, kv, length, d, device=device, dtype=torch.bfloat16) for _ in "kv"]
               for _ in weights["layers"]]
-    x = torch.randn(batch, h, device=device, dtype=torch.bfloat16)
+    x = torch.randn(batch * tokens, h, device=device, dtype=torch.bfloat16)
     inv = 1.0 / cfg.get("rope_theta", 10000.0) ** (torch.arange(0, d, 2, device=device).float() / d)
-    angle = context * inv
-    cos, sin = (torch.cat([t, t]).to(torch.bfloat16) for t in (angle.cos(), angle.sin()))
+    angle = torch.arange(context, length, device=device).float()[:, None] * inv[None, :]
+    cos, sin = (torch.cat([t, t], dim=-1).to(torch.bfloat16) for t in (angle.cos(), angle.sin()))
 
-    def rope(t):
+    def rope(t):  # t: (batch, heads, tokens, d)
         half = t.shape[-1] // 2
         return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
+
+    def heads_first(t, n):
+        return t.view(batch, tokens, n, d).transpose(1, 2)
 
     def step():
         hidden = x
         for lw, (k_cache, v_cache) in zip(weights["layers"], caches, strict=True):
             qkv = f.rms_norm(hidden, (h,), lw["n1"], eps) @ lw["qkv"].t()
             q, k, v = qkv.split([heads * d, kv * d, kv * d], dim=-1)
-            k_cache[:, :, context] = rope(k.view(batch, kv, d))
-            v_cache[:, :, context] = v.view(batch, kv, d)
-            att = f.scaled_dot_product_attention(rope(q.view(batch, heads, 1, d)), k_cache, v_cache,
-                                                 enable_gqa=True)
-            hidden = hidden + att.reshape(batch, heads * d) @ lw["o"].t()
+            k_cache[:, :, context:] = rope(heads_first(k, kv))
+            v_cache[:, :, context:] = heads_first(v, kv)
+            att = f.scaled_dot_product_attention(rope(heads_first(q, heads)), k_cache, v_cache,
+                                                 is_causal=tokens > 1, enable_gqa=True)
+            hidden = hidden + att.transpose(1, 2).reshape(batch * tokens, heads * d) @ lw["o"].t()
             gate, up = (f.rms_norm(hidden, (h,), lw["n2"], eps) @ lw["gate_up"].t()).chunk(2, dim=-1)
             hidden = hidden + (f.silu(gate) * up) @ lw["down"].t()
-        return (f.rms_norm(hidden, (h,), weights["norm"], eps) @ weights["lm_head"].t()).argmax(dim=-1)
+        last = hidden.view(batch, tokens, h)[:, -1]  # logits of each sequence's last token only
+        return (f.rms_norm(last, (h,), weights["norm"], eps) @ weights["lm_head"].t()).argmax(dim=-1)
     return step
 
 
-def decode_step_rows(torch, device: str, quick: bool, meta: dict) -> list[dict]:
-    """Time whole decode steps of Llama-3.1-8B (a tiny config on the CPU) at each (batch, context)."""
+def step_rows(torch, device: str, quick: bool, meta: dict, phase: str) -> list[dict]:
+    """Time whole decode steps (batch x context) or prompt prefills (one sequence of N tokens) of
+    Llama-3.1-8B (a tiny config on the CPU)."""
     run = timer(torch, device)
     cfg = TINY if device == "cpu" else json.loads(STEP_MODEL.read_text())["config"]
-    weights = attempt("decode-step weights", decoder_weights, torch, device, cfg)
+    weights = attempt("step weights", decoder_weights, torch, device, cfg)
+    points = STEP_POINTS if phase == "decode" else [(1, 0, n) for n in PREFILL_TOKENS]
     rows = []
-    for batch, context in (STEP_POINTS[:2] if quick else STEP_POINTS) if weights else []:
-        step = attempt(f"decode step b={batch} ctx={context}", decode_step_fn, torch, device, cfg, weights,
-                       batch, context)
-        timed = step and attempt(f"decode step b={batch} ctx={context}", run, step, 2 if quick else 5)
+    for point in (points[:2] if quick else points) if weights else []:
+        batch, context, tokens = (*point, 1) if phase == "decode" else point
+        what = f"{phase} step b={batch} ctx={context} tokens={tokens}"
+        step = attempt(what, step_fn, torch, device, cfg, weights, batch, context, tokens)
+        timed = step and attempt(what, run, step, 2 if quick else 5)
         if timed:
-            rows.append({**meta, "kernel_source": "torch_ops_graph", "model": "meta-llama/Llama-3.1-8B"
-                         if device != "cpu" else "tiny", "weights": "bfloat16", "kv_cache_dtype": "bfloat16",
-                         "batch_size": batch, "context": context, **timed})
+            model = "meta-llama/Llama-3.1-8B" if device != "cpu" else "tiny"
+            shape = ({"batch_size": batch, "context": context} if phase == "decode" else
+                     {"batch_size": 0, "context": 0, "prefill_tokens": tokens})
+            rows.append({**meta, "kernel_source": "torch_ops_graph", "model": model, "weights": "bfloat16",
+                         "kv_cache_dtype": "bfloat16", **shape, **timed})
         del step
         if device == "cuda":
             torch.cuda.empty_cache()
@@ -325,11 +343,15 @@ def main(argv: list[str] | None = None) -> int:
             "cuda": torch.version.cuda or "n/a", "date": dt.date.today().isoformat()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    # the copy runs first and again last: a later copy on one machine was 11 % slower (README of the
+    # shipped H200 rows); both rows say when they ran
+    first = [{**r, "order": "first"} for r in copy_rows(torch, args.device, args.quick, meta)]
     tables = {"gemm.csv": gemm_rows(torch, args.device, args.quick, meta),
               "attention_decode.csv": attention_rows(torch, args.device, args.quick, meta, "decode"),
               "attention_prefill.csv": attention_rows(torch, args.device, args.quick, meta, "prefill"),
-              "decode_step.csv": decode_step_rows(torch, args.device, args.quick, meta),
-              "hbm_copy.csv": copy_rows(torch, args.device, args.quick, meta)}
+              "decode_step.csv": step_rows(torch, args.device, args.quick, meta, "decode"),
+              "prefill_step.csv": step_rows(torch, args.device, args.quick, meta, "prefill"),
+              "hbm_copy.csv": first + [{**r, "order": "last"} for r in copy_rows(torch, args.device, args.quick, meta)]}
     for file, rows in tables.items():
         if rows:
             write(out / file, rows)
