@@ -44,6 +44,17 @@ def test_device_benchmark_script_runs_on_cpu(tmp_path):
     assert {"system", "backend", "backend_version", "kernel_source", "dtype", "m", "n", "k", "latency_ms"} <= set(header)
 
 
+def test_prefill_breakdown_script_runs_on_cpu(tmp_path):
+    """benchmarks/device_prefill_breakdown.py (profiler categories) on a tiny model on the CPU."""
+    pytest.importorskip("torch", reason="torch is not installed (the GPU script needs it)")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_prefill_breakdown.py"), "--out",
+                          str(tmp_path), "--device", "cpu", "--tokens", "64"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = (tmp_path / "prefill_breakdown.csv").read_text().splitlines()
+    assert rows[0] == "tokens,category,kernel,time_ms" and len(rows) > 3
+
+
 def test_steady_state_benchmark_runs():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_steady_state.py"), "--points", "20",
                           "--repeat", "1"], capture_output=True, text=True, timeout=300)

@@ -23,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--data", required=True, help="measurement file (CSV, CSV.gz or benchmark result JSON)")
     p.add_argument("--efficiency", default="calibrated",
                    help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'; per-op tables also "
-                        "take 'calibrated-step' (the forms the step model uses) and 'calibrated-plain'")
+                        "take 'calibrated-nokernel' (no kernel-level decode terms) and 'calibrated-plain'")
     p.add_argument("--engines", default="calibrated",
                    help="engine calibration profile: 'calibrated' (default), 'preset' (uncalibrated) "
                         "or a YAML path")
@@ -73,7 +73,7 @@ def _print_table(run) -> None:
         print(format_table(rows))
     for group, values in (s.get("by") or {}).items():
         print(f"\nby {group}:")
-        if run.kind.startswith("ops:"):
+        if run.kind.startswith("ops:") or run.kind == "step":
             print(format_table([{group: k, **v} for k, v in values.items()]))
             continue
         if run.kind != "serving":

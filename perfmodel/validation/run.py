@@ -6,7 +6,9 @@ and dispatches on its columns:
 - measured serving runs (``serving_measured.csv`` schema) -> :func:`validate_serving`;
 - published end-to-end figures (``published_end_to_end.csv``) -> :mod:`perfmodel.validation.published`;
 - per-op micro-benchmark tables (``gemm.csv.gz``, ``attention_*``, ``mla_*``, ``moe``, ``nccl``,
-  ``custom_allreduce``) -> ``perfmodel.calibration.op_validation`` (the calibration package).
+  ``custom_allreduce``) -> :mod:`perfmodel.calibration.op_validation`;
+- whole forward steps measured without a serving engine (:data:`STEP_COLUMNS`, e.g. the
+  ``decode_step.csv`` and ``prefill_step.csv`` of ``benchmarks/device_ops.py``) -> :func:`validate_steps`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..core.efficiency import check_profile, profile_for
@@ -24,11 +27,12 @@ from .anomalies import flag_anomalies
 from .engines import load_profile
 from .importers import MeasuredDeployment, import_results
 from .metrics import add_errors, error_stats, summarize
+from .models import resolve_model
 from .predict import ServingProblem
 from .published import REQUIRED_COLUMNS as PUBLISHED_COLUMNS
 from .published import validate_published
 from .rows import REQUIRED_COLUMNS as SERVING_COLUMNS
-from .rows import drop_duplicates, map_rows
+from .rows import drop_duplicates, hardware_id, map_rows
 from .stepmodels import StepModelCache
 
 #: Per-op table kinds recognised by their columns (all also have ``latency_ms``).
@@ -39,6 +43,10 @@ OP_TABLES: dict[str, tuple[str, ...]] = {
     "moe": ("num_experts", "topk", "inter_size"),
     "communication": ("op", "num_gpus", "message_size_bytes"),
 }
+
+#: Whole forward steps measured outside a serving engine (``benchmarks/device_ops.py``: decode_step.csv,
+#: prefill_step.csv, which adds ``prefill_tokens``).
+STEP_COLUMNS = ("model", "system", "batch_size", "context", "weights", "kv_cache_dtype", "latency_ms")
 
 
 @dataclass
@@ -76,6 +84,8 @@ def detect_kind(columns) -> str:
         return "serving"
     if set(PUBLISHED_COLUMNS) <= cols:
         return "published"
+    if set(STEP_COLUMNS) <= cols:
+        return "step"
     if "latency_ms" in cols:
         for name, needed in OP_TABLES.items():
             if set(needed) <= cols:
@@ -192,6 +202,54 @@ def validate_ops(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
     return ValidationRun(f"ops:{summary['table']}", rows.loc[ok, keep], skipped, summary)
 
 
+def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
+    """Predict measured whole forward steps with :meth:`perfmodel.core.step.StepModel.step_time`.
+
+    Each row is one step on one accelerator (TP 1) with no serving engine around it (the prediction
+    has no engine overheads): ``batch_size`` sequences decoding one token each over ``context`` cached
+    tokens, plus, where the table has ``prefill_tokens``, one prompt of that many tokens prefilled in
+    the same step. The predictions frame holds the table's columns plus ``predicted_ms`` and
+    ``error_pct`` (100 (p/m - 1)).
+    """
+    from ..core.step import StepModel
+
+    check_profile(efficiency)
+    rows, skipped, models = [], [], {}
+    for i, r in df.iterrows():
+        hw = hardware_id(str(r["system"]))
+        if hw is None:
+            skipped.append({"row": i, "id": r["model"], "reason": f"unknown system {r['system']}"})
+            continue
+        key = (str(r["model"]), hw, str(r["weights"]), str(r["kv_cache_dtype"]))
+        try:
+            if key not in models:
+                models[key] = StepModel(resolve_model(key[0]), hw, weights=key[2], kv_cache=key[3],
+                                        efficiency=efficiency)
+        except PerfmodelError as exc:
+            skipped.append({"row": i, "id": r["model"], "reason": str(exc).splitlines()[0]})
+            continue
+        shape = pd.to_numeric(pd.Series([r["batch_size"], r["context"], r.get("prefill_tokens", 0),
+                                         r["latency_ms"]]), errors="coerce").to_numpy(float)
+        if not (np.isfinite(shape).all() and (shape[:3] >= 0).all() and shape[3] > 0):
+            skipped.append({"row": i, "id": r["model"], "reason": "batch_size, context, prefill_tokens must be "
+                            "numbers >= 0 and latency_ms > 0"})
+            continue
+        t = float(models[key].step_time(*shape[:3])) * 1e3
+        rows.append({**r.to_dict(), "predicted_ms": t, "error_pct": 100.0 * (t / shape[3] - 1.0)})
+    preds = pd.DataFrame(rows, columns=[*df.columns, "predicted_ms", "error_pct"])
+    skipped = pd.DataFrame(skipped, columns=["row", "id", "reason"])
+
+    def stats(errors) -> dict:
+        st = error_stats(errors)
+        return {"rows": st.pop("n"), **{k: None if v is None else round(v, 2) for k, v in st.items()}}
+    summary = {"table": "step", "rows": int(len(df)), "predicted": int(len(preds)), "skipped": int(len(skipped)),
+               "skipped_reasons": {str(k): int(v) for k, v in skipped["reason"].value_counts().items()},
+               "latency": stats(preds["error_pct"].to_numpy(float)),
+               "by": {col: {str(k): stats(g["error_pct"].to_numpy(float)) for k, g in preds.groupby(col)}
+                      for col in ("system", "model", "context") if col in preds} if len(preds) else {}}
+    return ValidationRun("step", preds, skipped, summary)
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read a CSV (plain or compressed) as strings-preserving where the schema needs it."""
     p = Path(path)
@@ -231,6 +289,8 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
     kind = detect_kind(df.columns)
     if kind == "serving":
         return validate_serving(df, efficiency, engines, include_anomalous)
+    if kind == "step":
+        return validate_steps(df, efficiency)
     if kind == "published":
         preds, skipped = validate_published(df, efficiency)
         return ValidationRun(kind, preds, skipped, published_summary(preds, skipped, len(df)))
