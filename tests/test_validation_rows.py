@@ -149,4 +149,4 @@ def test_unknown_efficiency_profile_is_one_error_not_a_skip_per_row():
     from perfmodel.validation.run import validate_serving
 
     with pytest.raises(UnknownNameError, match="known: .*calibrated.*datasheet"):
-        validate_serving(pd.DataFrame([_row()]), efficiency="calibrated-step")
+        validate_serving(pd.DataFrame([_row()]), efficiency="calibrated-nokernel")

@@ -22,11 +22,10 @@ held-out rows are only predicted. Two forms are fitted:
     whenever a profile carries them.
 ``kernel-level GQA decode`` (``op_params["attention_decode.kernel"]``)
     The decode-attention terms plus TensorRT-LLM's kernel paths, work units, split-KV and occupancy
-    (:func:`perfmodel.core.costs.attention_decode_time`). Per-op prediction
-    (:mod:`perfmodel.calibration.op_validation`) uses them; the step model does not: with them in
-    the step model the cross-validated serving TPOT error rose from 11.4 to 11.8 % (median), so the
-    serving engines' decode attention is not better described by the isolated TensorRT-LLM kernels'
-    finer structure (see docs/calibration.md).
+    (:func:`perfmodel.core.costs.attention_decode_time`). Per-op prediction and the step model use
+    them where a profile has them (:meth:`perfmodel.core.efficiency.Efficiency.decode_family`); the
+    plain ``attention_decode`` terms stay as the fallback. Why the step model switched, with the
+    serving and own-measurement errors of both forms: docs/calibration.md.
 
 ``step_overhead`` stays 0 (engine-level, fitted elsewhere). Run::
 
@@ -46,9 +45,9 @@ import pandas as pd
 import yaml
 from scipy.optimize import least_squares
 
-from ..core.efficiency import Efficiency
+from ..core.efficiency import DECODE_KERNEL_FAMILY, Efficiency
 from . import ops_data as od
-from .op_validation import DECODE_KERNEL_FAMILY, PREDICTORS, error_stats, step_model_form
+from .op_validation import PREDICTORS, error_stats, without_kernel_terms
 
 MAX_FIT_ROWS = 3000   # training rows per (system, fit group), sampled with a fixed seed
 MAX_GROUP = 32        # query heads per KV head above which the decode kernel re-reads the KV
@@ -185,7 +184,8 @@ def fit_system(system: str, tables: dict[str, pd.DataFrame], max_rows: int = MAX
     eff = with_params(eff, {"op_params/attention_decode/max_group": MAX_GROUP})
     for kind in ("attention_decode", "mla_decode"):
         eff = fit(eff, dev, [(kind, _fit_rows(t[kind], None, max_rows))], _op(kind, DECODE_EXT))
-    # -- kernel-level GQA decode form (per-op prediction only; the step model keeps the form above)
+    # -- kernel-level GQA decode form (preferred by the step model and per-op prediction; the form
+    #    above stays as the fallback of profiles without it)
     kernel, dec = DECODE_KERNEL_FAMILY, t["attention_decode"]
     train, rows = dec[dec["split"] == "train"], _fit_rows(dec, None, max_rows)
     best = None
@@ -227,8 +227,8 @@ def evaluate(eff: Efficiency, system: str, tables: dict[str, pd.DataFrame]) -> d
         if rows.empty:
             continue
         entry = {}
-        # decode attention: also the step model's form (without the per-op-only kernel terms)
-        extra = {"step_model": step_model_form(eff)} if kind == "attention_decode" else {}
+        # decode attention: also the fallback form (without the kernel-level terms)
+        extra = {"nokernel": without_kernel_terms(eff)} if kind == "attention_decode" else {}
         for form, e in {**forms, **extra}.items():
             pred, why = PREDICTORS[kind](rows, e, dev)
             ok = why == ""
@@ -257,7 +257,7 @@ def profile_document(eff: Efficiency, system: str, tables: dict[str, pd.DataFram
               "collective_bandwidth": eff.collective_bandwidth, "step_overhead": 0.0,
               "op_params": {k: dict(v) for k, v in sorted(eff.op_params.items())}}
     held = "; ".join(f"{k} {_short(v['calibrated']['test'])}"
-                     + (f" (step-model form {_short(v['step_model']['test'])})" if "step_model" in v else "")
+                     + (f" (without kernel terms {_short(v['nokernel']['test'])})" if "nokernel" in v else "")
                      for k, v in errors.items())
     files = {}
     for kind, df in tables.items():

@@ -8,7 +8,8 @@ and 90th percentile of :math:`|e|` and the median of e (bias; > 0 = predicted to
 
 Profiles: ``"calibrated"`` (the shipped profile with its shape terms ``op_params``),
 ``"calibrated-plain"`` (same profile without ``op_params``: the scalar fields only),
-``"calibrated-step"`` (without the per-op-only kernel-level decode terms: the forms the step model uses),
+``"calibrated-nokernel"`` (without the kernel-level GQA decode terms: the ``attention_decode`` form a
+profile without them falls back to),
 ``"datasheet"`` (η = 1, no overheads), an :class:`~perfmodel.core.efficiency.Efficiency`, or a mapping
 accelerator id -> Efficiency (used while fitting).
 """
@@ -24,7 +25,7 @@ import pandas as pd
 
 from ..core import comm
 from ..core.costs import attention_decode_time, attention_prefill_time, gemm_time, moe_time
-from ..core.efficiency import DATASHEET, Efficiency, load_profile
+from ..core.efficiency import DATASHEET, DECODE_KERNEL_FAMILY, Efficiency, load_profile
 from . import ops_data as od
 
 MLA_KV_WIDTH, MLA_D_QK, MLA_D_V = 576, 576, 512        # absorbed MLA decode (DeepSeek-V3 shapes)
@@ -37,9 +38,6 @@ BY_COLUMN = {"gemm": "dtype", "attention_decode": "kv_cache_dtype", "attention_p
              "custom_allreduce": "num_gpus", "moe": "moe_dtype"}
 Profile = str | Efficiency | Mapping[str, Efficiency]
 LINK_ALPHA = 2e-6  # NVLink P2P latency of the shipped link specs [s] (datasheet collective form)
-#: Kernel-level GQA/MHA decode terms (TensorRT-LLM's decode kernel paths, work units, split-KV): used
-#: for per-op prediction; the step model costs decode attention with the ``attention_decode`` terms.
-DECODE_KERNEL_FAMILY = "attention_decode.kernel"
 
 
 def resolve_profile(accelerator: str, profile: Profile) -> Efficiency:
@@ -54,14 +52,14 @@ def resolve_profile(accelerator: str, profile: Profile) -> Efficiency:
         return load_profile(accelerator)
     if profile == "calibrated-plain":
         return replace(load_profile(accelerator), op_params={})
-    if profile == "calibrated-step":
-        return step_model_form(load_profile(accelerator))
+    if profile == "calibrated-nokernel":
+        return without_kernel_terms(load_profile(accelerator))
     return load_profile(str(profile))
 
 
-def step_model_form(eff: Efficiency) -> Efficiency:
-    """The profile without its per-op-only terms (:data:`DECODE_KERNEL_FAMILY`): the forms the step
-    model costs its ops with."""
+def without_kernel_terms(eff: Efficiency) -> Efficiency:
+    """The profile without its kernel-level GQA decode terms (:data:`DECODE_KERNEL_FAMILY`): decode
+    attention then falls back to the ``attention_decode`` form."""
     return replace(eff, op_params={k: v for k, v in eff.op_params.items() if k != DECODE_KERNEL_FAMILY})
 
 
@@ -90,9 +88,10 @@ def predict_gemm(g: pd.DataFrame, eff: Efficiency, dev: od.Device) -> tuple[np.n
 
 def predict_attention_decode(g: pd.DataFrame, eff: Efficiency, dev: od.Device):
     """GQA/MHA decode: KV bytes = b · L_w · 2 H_kv d · b_kv (see ``attention_decode_time``), with the
-    kernel-level terms :data:`DECODE_KERNEL_FAMILY` where the profile has them."""
+    kernel-level terms :data:`DECODE_KERNEL_FAMILY` where the profile has them, for every head layout
+    (they are fitted on all of them; the step model uses them for grouped-query attention only)."""
     hk, d = g["num_key_value_heads"].to_numpy(float), g["head_dim"].to_numpy(float)
-    family = DECODE_KERNEL_FAMILY if eff.op(DECODE_KERNEL_FAMILY) else "attention_decode"
+    family = eff.decode_family()
     t = attention_decode_time(g["batch_size"], g["kv_len"], g["num_heads"], 2.0 * hk * d, d, d,
                               g["kv_cache_dtype"].map(od.KV_BYTES).to_numpy(float), dev.peak("bf16"),
                               dev.bandwidth, eff, kv_streams=hk, window=g["window_size"], family=family).total
@@ -284,7 +283,7 @@ def validate_table(table: pd.DataFrame | str | Path, profile: Profile = "calibra
     table : DataFrame or path
         A per-op table (raw or tidy) or the path of one (``*.csv.gz``).
     profile : str, Efficiency or mapping
-        ``"calibrated"``, ``"calibrated-plain"``, ``"calibrated-step"``, ``"datasheet"``, a profile name,
+        ``"calibrated"``, ``"calibrated-plain"``, ``"calibrated-nokernel"``, ``"datasheet"``, a profile name,
         an Efficiency, or a mapping accelerator id -> Efficiency.
     split : {"train", "test"} or None
         Restrict to one side of the deterministic shape split (None = all rows).

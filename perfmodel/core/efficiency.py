@@ -26,6 +26,10 @@ import yaml
 
 from ..errors import SpecError, unknown_name
 
+#: Kernel-level GQA/MHA decode terms (TensorRT-LLM's decode kernel paths, work units, split-KV), fitted
+#: per accelerator; the step model and per-op prediction use them where a profile has them.
+DECODE_KERNEL_FAMILY = "attention_decode.kernel"
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -59,9 +63,9 @@ class Efficiency:
         Optional shape-dependent terms per op family, fitted by :mod:`perfmodel.calibration.fit_ops`
         (keys ``gemm.<format>``, ``moe.<format>``, ``attention_decode``, ``mla_decode``,
         ``attention_prefill``, ``mla_prefill``, ``nccl``, and ``attention_decode.kernel``: the
-        kernel-level decode terms used by per-op prediction only). Empty (the default) means the plain
-        roofline above; the cost functions of :mod:`perfmodel.core.costs` that read them document each
-        key.
+        kernel-level decode terms, preferred to ``attention_decode`` for grouped-query attention where
+        present, see :meth:`decode_family`). Empty (the default) means the plain roofline above; the cost functions
+        of :mod:`perfmodel.core.costs` that read them document each key.
     """
 
     gemm_compute: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
@@ -81,6 +85,14 @@ class Efficiency:
     def op(self, family: str) -> dict[str, float]:
         """Shape-dependent terms of an op family (empty dict when the profile has none)."""
         return self.op_params.get(family, {})
+
+    def decode_family(self, family: str = "attention_decode", grouped: bool = True) -> str:
+        """The op family that costs a decode-attention call: the kernel-level terms
+        (:data:`DECODE_KERNEL_FAMILY`) for grouped-query attention where the profile has them, else
+        ``family`` itself (MLA keeps ``mla_decode``; ``grouped=False``, plain MHA, keeps
+        ``attention_decode``: see docs/calibration.md for the measurements behind the split)."""
+        use = family == "attention_decode" and grouped and self.op(DECODE_KERNEL_FAMILY)
+        return DECODE_KERNEL_FAMILY if use else family
 
     def gemm_eta(self, compute: str) -> float:
         """η_c,max for a compute format key."""

@@ -187,7 +187,8 @@ def decode_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec
               dec_a * (attended * dims.kv_width * kvb + dims.q_o_elems * prec.act_bytes),
               m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
               attention={"family": "mla_decode" if dims.mla else "attention_decode",
-                         "batch": dec_a, "kv_len": attended, "heads": dims.heads, "kv_width": dims.kv_width,
+                         "batch": dec_a, "kv_len": s.context, "window": group.window or 0,
+                         "heads": dims.heads, "kv_width": dims.kv_width,
                          "d_qk": dims.decode[0], "d_v": dims.decode[1], "kv_bytes": kvb,
                          "kv_streams": dims.kv_streams})
 

@@ -323,6 +323,11 @@ class StepModel:
             return comm.p2p_time(msg.size, bw, self.link_alpha)
         return fn[msg.kind](msg.size, n, bw, self.link_alpha)
 
+    @staticmethod
+    def _decode_family(eff, attention: dict) -> str:
+        """Decode-attention op family: kernel-level terms for grouped queries (H > H_kv streams)."""
+        return eff.decode_family(attention["family"], grouped=bool(np.all(attention["heads"] > attention["kv_streams"])))
+
     def _op_parts(self, op: Op):
         """Cost of one op with the profile: calibrated shape terms where the profile has them."""
         eff = self.efficiency
@@ -339,12 +344,13 @@ class StepModel:
                                eff.kernel_overhead, op.kernels)
             return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
                              self.precision.matmul_format, op.kernels, fused_quantization=True)
-        if op.kind == "attention_decode" and op.attention and eff.op(op.attention["family"]):
+        if op.kind == "attention_decode" and op.attention and eff.op(self._decode_family(eff, op.attention)):
             a = op.attention
             t = attention_decode_time(a["batch"], a["kv_len"], a["heads"], a["kv_width"], a["d_qk"],
                                       a["d_v"], a["kv_bytes"], self.attention_peak, self.bandwidth, eff,
-                                      kv_streams=a["kv_streams"], act_bytes=self.precision.act_bytes,
-                                      family=a["family"])
+                                      kv_streams=a["kv_streams"], window=a["window"],
+                                      act_bytes=self.precision.act_bytes,
+                                      family=self._decode_family(eff, a))
             return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
         if op.kind == "attention_prefill" and op.attention and eff.op(op.attention["family"]):
             a = op.attention
