@@ -59,9 +59,12 @@ PREFILL_ISL = [512, 2048, 8192]
 CYCLE_BYTES = 512 * 2**20
 #: The per-op tables' system names for the GPUs they cover.
 SYSTEM_IDS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
-STEP_MODEL = Path(__file__).resolve().parents[1] / "perfmodel" / "data" / "models" / "llama-3.1-8b.json"
+MODELS = Path(__file__).resolve().parents[1] / "perfmodel" / "data" / "models"
+STEP_MODEL = MODELS / "llama-3.1-8b.json"
 STEP_POINTS = [(b, ctx) for ctx in (1024, 4096) for b in (1, 8, 32, 64, 128)]
 PREFILL_TOKENS = [128, 512, 1024, 2048, 4096, 8192, 16384]
+#: The tables, in the order they are measured (the HBM copy also runs first, before the others).
+TABLE_FILES = ("gemm", "attention_decode", "attention_prefill", "decode_step", "prefill_step", "hbm_copy")
 #: A tiny config for the CPU smoke test (same code path).
 TINY = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 512, "vocab_size": 1000, "rms_norm_eps": 1e-5, "rope_theta": 500000.0}
@@ -243,7 +246,7 @@ def step_fn(torch, device: str, cfg: dict, weights: dict, batch: int, context: i
     caches = [[torch.zeros(batch, kv, length, d, device=device, dtype=torch.bfloat16) for _ in "kv"]
               for _ in weights["layers"]]
     x = torch.randn(batch * tokens, h, device=device, dtype=torch.bfloat16)
-    inv = 1.0 / cfg.get("rope_theta", 10000.0) ** (torch.arange(0, d, 2, device=device).float() / d)
+    inv = 1.0 / (cfg.get("rope_theta") or 10000.0) ** (torch.arange(0, d, 2, device=device).float() / d)
     angle = torch.arange(context, length, device=device).float()[:, None] * inv[None, :]
     cos, sin = (torch.cat([t, t], dim=-1).to(torch.bfloat16) for t in (angle.cos(), angle.sin()))
 
@@ -271,11 +274,14 @@ def step_fn(torch, device: str, cfg: dict, weights: dict, batch: int, context: i
     return step
 
 
-def step_rows(torch, device: str, quick: bool, meta: dict, phase: str) -> list[dict]:
-    """Time whole decode steps (batch x context) or prompt prefills (one sequence of N tokens) of
-    Llama-3.1-8B (a tiny config on the CPU)."""
+def step_rows(torch, device: str, quick: bool, meta: dict, phase: str, spec: Path = STEP_MODEL) -> list[dict]:
+    """Time whole decode steps (batch x context) or prompt prefills (one sequence of N tokens) of a
+    Llama-style model (``spec``: a shipped model JSON; a tiny config on the CPU). A point that does not
+    fit in memory is skipped."""
     run = timer(torch, device)
-    cfg = TINY if device == "cpu" else json.loads(STEP_MODEL.read_text())["config"]
+    doc = json.loads(spec.read_text())
+    cfg = TINY if device == "cpu" else doc["config"]
+    model = "tiny" if device == "cpu" else doc["hf_repo_id"].split(" (")[0]
     weights = attempt("step weights", decoder_weights, torch, device, cfg)
     points = STEP_POINTS if phase == "decode" else [(1, 0, n) for n in PREFILL_TOKENS]
     rows = []
@@ -285,7 +291,6 @@ def step_rows(torch, device: str, quick: bool, meta: dict, phase: str) -> list[d
         step = attempt(what, step_fn, torch, device, cfg, weights, batch, context, tokens)
         timed = step and attempt(what, run, step, 2 if quick else 5)
         if timed:
-            model = "meta-llama/Llama-3.1-8B" if device != "cpu" else "tiny"
             shape = ({"batch_size": batch, "context": context} if phase == "decode" else
                      {"batch_size": 0, "context": 0, "prefill_tokens": tokens})
             rows.append({**meta, "kernel_source": "torch_ops_graph", "model": model, "weights": "bfloat16",
@@ -330,7 +335,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder for gemm.csv and hbm_copy.csv")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
+    ap.add_argument("--step-model", default="llama-3.1-8b",
+                    help="shipped model id (perfmodel/data/models/<id>.json, Llama-style) of the whole steps")
+    ap.add_argument("--tables", default=",".join(TABLE_FILES),
+                    help="comma-separated subset of: " + ", ".join(TABLE_FILES))
     args = ap.parse_args(argv)
+    wanted = [t.strip() for t in args.tables.split(",") if t.strip()]
+    unknown = sorted(set(wanted) - set(TABLE_FILES))
+    if unknown:
+        raise SystemExit(f"--tables: unknown {unknown}; known: {', '.join(TABLE_FILES)}")
+    spec = MODELS / f"{args.step_model}.json"
+    if not spec.exists():
+        known = sorted(p.stem for p in MODELS.glob("*.json"))
+        raise SystemExit(f"--step-model: no {spec.name} in {MODELS}; known: {', '.join(known)}")
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -345,13 +362,15 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     # the copy runs first and again last: a later copy on one machine was 11 % slower (README of the
     # shipped H200 rows); both rows say when they ran
-    first = [{**r, "order": "first"} for r in copy_rows(torch, args.device, args.quick, meta)]
-    tables = {"gemm.csv": gemm_rows(torch, args.device, args.quick, meta),
-              "attention_decode.csv": attention_rows(torch, args.device, args.quick, meta, "decode"),
-              "attention_prefill.csv": attention_rows(torch, args.device, args.quick, meta, "prefill"),
-              "decode_step.csv": step_rows(torch, args.device, args.quick, meta, "decode"),
-              "prefill_step.csv": step_rows(torch, args.device, args.quick, meta, "prefill"),
-              "hbm_copy.csv": first + [{**r, "order": "last"} for r in copy_rows(torch, args.device, args.quick, meta)]}
+    dev, quick = args.device, args.quick
+    first = [{**r, "order": "first"} for r in copy_rows(torch, dev, quick, meta)] if "hbm_copy" in wanted else []
+    measure = {"gemm": lambda: gemm_rows(torch, dev, quick, meta),
+               "attention_decode": lambda: attention_rows(torch, dev, quick, meta, "decode"),
+               "attention_prefill": lambda: attention_rows(torch, dev, quick, meta, "prefill"),
+               "decode_step": lambda: step_rows(torch, dev, quick, meta, "decode", spec),
+               "prefill_step": lambda: step_rows(torch, dev, quick, meta, "prefill", spec),
+               "hbm_copy": lambda: first + [{**r, "order": "last"} for r in copy_rows(torch, dev, quick, meta)]}
+    tables = {f"{t}.csv": measure[t]() for t in TABLE_FILES if t in wanted}
     for file, rows in tables.items():
         if rows:
             write(out / file, rows)
