@@ -1710,6 +1710,21 @@ NB07 = [
         ["concurrency", "ttft_s", "preset_ttft_s", "tpot_s", "preset_tpot_s", "output_tokens_per_s_per_gpu"]].round(4)
     """),
     md("""
+    ## 8. Our own measurements: whole steps on one H200
+
+    The project measured one H200 itself (`benchmarks/device_ops.py`, rows and provenance in
+    `perfmodel/data/validation/own_h200/`): PyTorch kernels and whole Llama-3.1-8B forward steps
+    written as plain PyTorch ops, with no serving engine. No profile was fitted on them. A decode
+    step is predicted by `StepModel.step_time` alone, so these rows test the op composition without
+    any engine parameter. The prefill steps run unfused elementwise kernels that an engine fuses,
+    which is why they are predicted fast (`docs/own-measurements.md` has the kernel breakdown).
+    """),
+    code("""
+    steps = pd.concat([validate_file(shipped_path(f"own-h200-{t}")).predictions.assign(table=t)
+                       for t in ("decode-step", "prefill-step")])
+    steps[["table", "batch_size", "context", "prefill_tokens", "latency_ms", "predicted_ms", "error_pct"]].round(2)
+    """),
+    md("""
     ## What to take away
 
     * Read every prediction with its error bar: the tables above are that error bar, per system and

@@ -12,7 +12,8 @@ from perfmodel.hardware import load_accelerator
 from perfmodel.validation import shipped_path
 from perfmodel.validation.run import validate_file
 
-TABLES = ("gemm", "attention-decode", "attention-prefill", "decode-step", "prefill-step", "hbm-copy")
+TABLES = ("gemm", "attention-decode", "attention-prefill", "decode-step", "prefill-step", "decode-step-mha",
+          "prefill-step-mha", "hbm-copy")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,8 @@ def test_every_row_carries_its_provenance(table):
 
 def test_no_measurement_beats_the_datasheet_roofline():
     """max(F/P, D/B) with datasheet P and B is a lower bound on any kernel's time."""
-    for table in ("gemm", "attention-decode", "attention-prefill", "decode-step", "prefill-step"):
+    for table in ("gemm", "attention-decode", "attention-prefill", "decode-step", "prefill-step",
+                  "decode-step-mha", "prefill-step-mha"):
         rows = _validated(table, "datasheet")
         assert len(rows) > 0 and (rows["predicted_ms"] <= rows["latency_ms"]).all(), table
 
@@ -113,3 +115,12 @@ def test_prefill_step_parts_match_the_profiled_kernels():
     assert ms["elementwise"] < 0.5 * measured["elementwise/other"]
     steps = _validated("prefill-step")
     assert ((steps["error_pct"] < 0) & (steps["error_pct"] > -25)).all()
+
+
+def test_plain_mha_decode_steps_stay_within_the_reported_band():
+    """Llama-2-7B (32 KV heads) decode steps: the coarse form the step model keeps for MHA is 13.4 %
+    median, -17 to +24 % (docs/own-measurements.md reports the kernel-level alternative at 9.7 %)."""
+    rows = _validated("decode-step-mha")
+    assert len(rows) == 8 and set(rows["model"]) == {"meta-llama/Llama-2-7b-hf"}
+    assert np.median(np.abs(rows["error_pct"])) <= 15.0
+    assert np.abs(rows["error_pct"]).max() <= 25.0

@@ -11,13 +11,14 @@ from ..errors import unknown_name
 FILES = {"serving": "serving_measured.csv", "published": "published_end_to_end_clean.csv",
          **{f"own-h200-{table.replace('_', '-')}": f"own_h200/{table}.csv"
             for table in ("gemm", "attention_decode", "attention_prefill", "decode_step", "prefill_step",
-                          "hbm_copy", "prefill_breakdown", "prefill_clocks")}}
+                          "decode_step_mha", "prefill_step_mha", "hbm_copy", "prefill_breakdown",
+                          "prefill_clocks")}}
 
 
 def shipped_path(name: str = "serving") -> Path:
     """Path of a shipped measurement file: ``serving``, ``published`` or ``own-h200-<table>``
-    (``gemm``, ``attention-decode``, ``attention-prefill``, ``decode-step``, ``prefill-step``, ``hbm-copy``,
-    ``prefill-breakdown``, ``prefill-clocks``)."""
+    (``gemm``, ``attention-decode``, ``attention-prefill``, ``decode-step``, ``prefill-step``,
+    ``decode-step-mha``, ``prefill-step-mha``, ``hbm-copy``, ``prefill-breakdown``, ``prefill-clocks``)."""
     if name not in FILES:
         raise unknown_name("shipped validation data", name, list(FILES))
     return Path(str(resources.files("perfmodel") / "data" / "validation" / FILES[name]))
