@@ -181,6 +181,13 @@ def test_per_op_table_gives_per_row_predictions_and_an_error_table(tmp_path, cap
     assert "latency" in text and "by dtype" in text and "unknown system mi300x" in text
     rows = pd.read_csv(out)
     assert len(rows) == 2 and {"predicted_ms", "error_pct", "split", "latency_ms"} <= set(rows.columns)
+    # a bad number is a skip reason naming the field and value, not a traceback or a NaN error
+    gemm.write_text("system,dtype,m,n,k,latency_ms\nh100_sxm,bfloat16,1,4096,4096,0.0133\n"
+                    "h100_sxm,bfloat16,abc,4096,4096,0.40\nh100_sxm,bfloat16,1,4096,4096,0\n")
+    assert main(["validate", "--data", str(gemm), "--format", "json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["rows"] == 3 and s["predicted"] == 1
+    assert s["skipped_reasons"] == {"m='abc' is not a number >= 0": 1, "latency_ms=0.0 is not a number > 0": 1}
     assert np.allclose(rows["error_pct"], 100 * (rows["predicted_ms"] / rows["latency_ms"] - 1))
 
 
@@ -196,6 +203,12 @@ def test_attention_tables_are_told_apart_by_step_and_mixed_tables_refused(tmp_pa
     (tmp_path / "mixed.csv").write_text(head + decode + prefill)
     assert main(["validate", "--data", str(tmp_path / "mixed.csv")]) == 2
     assert "mixes decode rows" in capsys.readouterr().err
+    (tmp_path / "chunked.csv").write_text(head + decode.replace(",8,1,4095,", ",8,512,4095,"))
+    assert main(["validate", "--data", str(tmp_path / "chunked.csv")]) == 2
+    assert "chunked prefill" in capsys.readouterr().err
+    (tmp_path / "nan.csv").write_text(head + decode.replace(",4095,", ",x,"))
+    assert main(["validate", "--data", str(tmp_path / "nan.csv")]) == 2
+    assert "step='x' is not a number" in capsys.readouterr().err
 
 
 def test_cli_calibrate_writes_a_profile_that_validate_reads(public, tmp_path, capsys):

@@ -149,6 +149,13 @@ def attention_phase(df: pd.DataFrame) -> str:
         raise ConfigError("attention table without a 'step' column: cannot tell decode (step > 0) rows "
                           "from prefill (step = 0) rows")
     step = pd.to_numeric(df["step"], errors="coerce")
+    if step.isna().any() or (step < 0).any():
+        bad = df["step"][step.isna() | (step < 0)].iloc[0]
+        raise ConfigError(f"attention table: step={bad!r} is not a number >= 0 (0 = prefill, > 0 = decode)")
+    isl = pd.to_numeric(df["isl"], errors="coerce") if "isl" in df else pd.Series(1, index=df.index)
+    if ((step > 0) & (isl != 1)).any():
+        raise ConfigError("attention table: rows with step > 0 and isl != 1 are chunked prefill over a cached "
+                          "prefix, which the per-op predictors do not cover (decode rows have isl = 1)")
     if (step > 0).all():
         return "decode"
     if (step == 0).all():

@@ -72,12 +72,13 @@ def _print_table(run) -> None:
     if rows:
         print(format_table(rows))
     for group, values in (s.get("by") or {}).items():
-        print(f"\nby {group}:")
         if run.kind.startswith("ops:") or run.kind == "step":
+            print(f"\nby {group}:")
             print(format_table([{group: k, **v} for k, v in values.items()]))
             continue
         if run.kind != "serving":
             continue
+        print(f"\nby {group}:")
         print(format_table([{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
                              "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
                              "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()]))

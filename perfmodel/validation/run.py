@@ -72,7 +72,7 @@ class ValidationRun:
 
 
 def detect_kind(columns) -> str:
-    """Table kind from its columns: ``serving``, ``published`` or ``ops:<table>``.
+    """Table kind from its columns: ``serving``, ``published``, ``step`` or ``ops:<table>``.
 
     Raises
     ------
@@ -93,7 +93,8 @@ def detect_kind(columns) -> str:
     raise PerfmodelError(
         f"unrecognised measurement table (columns {sorted(cols)[:12]}...); expected the "
         f"serving_measured.csv schema (needs {list(SERVING_COLUMNS)}), published_end_to_end.csv "
-        f"(needs {list(PUBLISHED_COLUMNS)}) or a per-op table with latency_ms")
+        f"(needs {list(PUBLISHED_COLUMNS)}), a whole-step table (needs {list(STEP_COLUMNS)}) or a per-op "
+        f"table with latency_ms")
 
 
 def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = True
@@ -186,30 +187,102 @@ def validate_ops(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
     out of the fit).
     """
     from ..calibration import op_validation
-    from ..calibration.ops_data import tidy
+    from ..calibration.ops_data import table_kind, tidy
 
     try:
-        predicted = op_validation.predict_table(tidy(df), efficiency)
+        kind = table_kind(df)
+        bad = invalid_op_rows(df)
+        good = df[bad == ""].copy()
+        for col in (c for c in OP_NUMERIC if c in good and good[c].dtype == object):
+            good[col] = pd.to_numeric(good[col])
+        predicted = op_validation.predict_table(tidy(good, kind), efficiency)
     except ConfigError as exc:
         raise PerfmodelError(f"--data: {exc}") from None
     summary = op_validation.summarize(predicted)
     ok = (predicted["skip_reason"] == "").to_numpy()
     rows = predicted.assign(predicted_ms=predicted["predicted_s"] * 1e3,
                             error_pct=100.0 * (predicted["predicted_s"] / predicted["latency_s"] - 1.0))
-    keep = [*df.columns, "predicted_ms", "error_pct", "split"]
-    skipped = pd.DataFrame({"row": predicted.index[~ok], "id": predicted["kind"][~ok],
-                            "reason": predicted["skip_reason"][~ok]})
+    keep = [*df.columns, "predicted_ms", "error_pct", *(["split"] if "split" not in df.columns else [])]
+    skipped = pd.concat([pd.DataFrame({"row": df.index[bad != ""], "id": kind, "reason": bad[bad != ""]}),
+                         pd.DataFrame({"row": predicted.index[~ok], "id": predicted["kind"][~ok],
+                                       "reason": predicted["skip_reason"][~ok]})], ignore_index=True)
+    n_bad = int((bad != "").sum())
+    if n_bad:
+        summary["rows"] += n_bad
+        summary["skipped"] += n_bad
+        for reason, count in pd.Series(bad[bad != ""]).value_counts().items():
+            summary["skipped_reasons"][str(reason)] = summary["skipped_reasons"].get(str(reason), 0) + int(count)
     return ValidationRun(f"ops:{summary['table']}", rows.loc[ok, keep], skipped, summary)
+
+
+#: Numeric columns of the per-op tables (shape and the measurement).
+OP_NUMERIC = ("m", "n", "k", "batch_size", "isl", "step", "kv_len", "num_heads", "num_key_value_heads", "head_dim",
+              "window_size", "num_gpus", "message_size_bytes", "num_tokens", "hidden_size", "inter_size", "topk",
+              "num_experts", "moe_tp_size", "moe_ep_size", "latency_ms")
+
+
+def _plain(value):
+    """A cell as a plain Python value (numpy scalars print as np.float64(...) otherwise)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def invalid_op_rows(df: pd.DataFrame) -> np.ndarray:
+    """Per row, '' or why it cannot be predicted: the first numeric field that is not a number >= 0
+    (``latency_ms`` > 0), named with its value."""
+    why = np.full(len(df), "", dtype=object)
+    for col in (c for c in OP_NUMERIC if c in df.columns):
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | (values <= 0 if col == "latency_ms" else values < 0)
+        for i in np.flatnonzero(bad.to_numpy() & (why == "")):
+            allowed = "a number > 0" if col == "latency_ms" else "a number >= 0"
+            why[i] = f"{col}={_plain(df[col].iloc[i])!r} is not {allowed}"
+    return why
+
+
+def step_shape(row: pd.Series) -> tuple[np.ndarray | None, str]:
+    """``[batch_size, context + 1, prefill_tokens, latency_ms]`` of one step row, or None and the reason.
+
+    ``context`` is the cached tokens before the step; the step model's context counts the new token too,
+    hence + 1 for decoding sequences. A missing or empty ``prefill_tokens`` is 0.
+    """
+    values = {}
+    for name, allow_missing in (("batch_size", False), ("context", False), ("prefill_tokens", True),
+                                 ("latency_ms", False)):
+        raw = row.get(name, np.nan)
+        value = pd.to_numeric(pd.Series([raw]), errors="coerce").iloc[0]
+        if pd.isna(value) and allow_missing and (pd.isna(raw) or str(raw).strip() == ""):
+            value = 0.0
+        if not np.isfinite(value) or value < 0 or (name == "latency_ms" and value <= 0):
+            allowed = "a number > 0" if name == "latency_ms" else "a number >= 0"
+            return None, f"{name}={_plain(raw)!r} is not {allowed}"
+        values[name] = float(value)
+    if values["batch_size"] == 0 and values["prefill_tokens"] == 0:
+        return None, "no work: batch_size = prefill_tokens = 0"
+    context = values["context"] + (1.0 if values["batch_size"] > 0 else 0.0)
+    return np.array([values["batch_size"], context, values["prefill_tokens"], values["latency_ms"]]), ""
 
 
 def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
     """Predict measured whole forward steps with :meth:`perfmodel.core.step.StepModel.step_time`.
 
     Each row is one step on one accelerator (TP 1) with no serving engine around it (the prediction
-    has no engine overheads): ``batch_size`` sequences decoding one token each over ``context`` cached
-    tokens, plus, where the table has ``prefill_tokens``, one prompt of that many tokens prefilled in
-    the same step. The predictions frame holds the table's columns plus ``predicted_ms`` and
-    ``error_pct`` (100 (p/m - 1)).
+    has no engine overheads): ``batch_size`` sequences decoding one token each after ``context``
+    cached tokens, plus, where the table has ``prefill_tokens``, one prompt of that many tokens
+    prefilled in the same step; ``latency_ms`` [ms] is the measured step time.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows with :data:`STEP_COLUMNS` (``prefill_tokens`` optional).
+    efficiency : str or Efficiency
+        Per-op efficiency profile of the step model.
+
+    Returns
+    -------
+    ValidationRun
+        Predictions: the table's columns plus ``predicted_ms`` [ms] and ``error_pct`` (100 (p/m - 1));
+        rows that cannot be predicted are skipped with the reason (unknown system or model, a field
+        that is not a valid number, a step with no work).
     """
     from ..core.step import StepModel
 
@@ -220,6 +293,10 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
         if hw is None:
             skipped.append({"row": i, "id": r["model"], "reason": f"unknown system {r['system']}"})
             continue
+        shape, why = step_shape(r)
+        if shape is None:
+            skipped.append({"row": i, "id": r["model"], "reason": why})
+            continue
         key = (str(r["model"]), hw, str(r["weights"]), str(r["kv_cache_dtype"]))
         try:
             if key not in models:
@@ -227,12 +304,6 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
                                         efficiency=efficiency)
         except PerfmodelError as exc:
             skipped.append({"row": i, "id": r["model"], "reason": str(exc).splitlines()[0]})
-            continue
-        shape = pd.to_numeric(pd.Series([r["batch_size"], r["context"], r.get("prefill_tokens", 0),
-                                         r["latency_ms"]]), errors="coerce").to_numpy(float)
-        if not (np.isfinite(shape).all() and (shape[:3] >= 0).all() and shape[3] > 0):
-            skipped.append({"row": i, "id": r["model"], "reason": "batch_size, context, prefill_tokens must be "
-                            "numbers >= 0 and latency_ms > 0"})
             continue
         t = float(models[key].step_time(*shape[:3])) * 1e3
         rows.append({**r.to_dict(), "predicted_ms": t, "error_pct": 100.0 * (t / shape[3] - 1.0)})
@@ -242,11 +313,12 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
     def stats(errors) -> dict:
         st = error_stats(errors)
         return {"rows": st.pop("n"), **{k: None if v is None else round(v, 2) for k, v in st.items()}}
+    groups = ("system", "model", "batch_size", "context", "prefill_tokens")
     summary = {"table": "step", "rows": int(len(df)), "predicted": int(len(preds)), "skipped": int(len(skipped)),
                "skipped_reasons": {str(k): int(v) for k, v in skipped["reason"].value_counts().items()},
                "latency": stats(preds["error_pct"].to_numpy(float)),
                "by": {col: {str(k): stats(g["error_pct"].to_numpy(float)) for k, g in preds.groupby(col)}
-                      for col in ("system", "model", "context") if col in preds} if len(preds) else {}}
+                      for col in groups if col in preds and preds[col].nunique() > 1} if len(preds) else {}}
     return ValidationRun("step", preds, skipped, summary)
 
 
