@@ -112,13 +112,13 @@ def timer(torch, device: str):
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         try:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            captured = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(captured):
                 for _ in range(iters):
                     fn()
-            graph.replay()
+            captured.replay()
             torch.cuda.synchronize()
-            times = sorted(elapsed(graph.replay, iters) for _ in range(5))
+            times = sorted(elapsed(captured.replay, iters) for _ in range(5))
             return {"latency_ms": times[2], "timing": "cuda_graph"}
         except RuntimeError as err:
             print(f"graph capture failed ({str(err).splitlines()[0][:120]}); timing eager launches")
@@ -219,6 +219,21 @@ def attention_rows(torch, device: str, quick: bool, meta: dict, phase: str) -> l
                              "head_dim": heads[2], "window_size": 0, "attn_dtype": "bfloat16",
                              "kv_cache_dtype": "bfloat16", **timed})
     return rows
+
+
+def plain_step_gaps(cfg: dict) -> list[str]:
+    """Features of a model config that ``step_fn`` (dense Llama-style decoder) would silently ignore."""
+    gaps = [] if cfg.get("model_type") == "llama" else [f"model_type {cfg.get('model_type')!r} (not a Llama decoder)"]
+    heads = cfg.get("num_attention_heads") or 1
+    if cfg.get("head_dim") and cfg["head_dim"] != cfg["hidden_size"] // heads:
+        gaps.append(f"head_dim {cfg['head_dim']} != hidden_size / heads")
+    if cfg.get("sliding_window") or cfg.get("layer_types"):
+        gaps.append("sliding-window layers")
+    if cfg.get("num_local_experts") or cfg.get("n_routed_experts") or cfg.get("num_experts"):
+        gaps.append("MoE experts")
+    if cfg.get("attention_bias") or cfg.get("qk_norm") or "q_lora_rank" in cfg:
+        gaps.append("attention bias / QK norm / MLA")
+    return gaps
 
 
 def decoder_weights(torch, device: str, cfg: dict) -> dict:
@@ -332,7 +347,7 @@ def write(path: Path, rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="folder for gemm.csv and hbm_copy.csv")
+    ap.add_argument("--out", required=True, help="folder for the tables (<table>.csv)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
     ap.add_argument("--step-model", default="llama-3.1-8b",
@@ -348,20 +363,25 @@ def main(argv: list[str] | None = None) -> int:
     if not spec.exists():
         known = sorted(p.stem for p in MODELS.glob("*.json"))
         raise SystemExit(f"--step-model: no {spec.name} in {MODELS}; known: {', '.join(known)}")
+    unsupported = plain_step_gaps(json.loads(spec.read_text())["config"])
+    if unsupported and {"decode_step", "prefill_step"} & set(wanted):
+        raise SystemExit(f"--step-model {args.step_model}: the plain-PyTorch step cannot represent its "
+                         f"{', '.join(unsupported)}; pick a dense Llama-style model (llama-3.1-8b, llama-2-7b)")
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("no CUDA device visible; use --device cpu for a smoke test")
     name = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu"
-    system = next((sid for key, sid in SYSTEM_IDS.items() if key in name.lower().split()),
+    words = name.lower().split()
+    # the per-op tables' ids are SXM parts: a PCIe or NVL board keeps its own name (other clocks, power)
+    system = next((sid for key, sid in SYSTEM_IDS.items() if key in words and not {"pcie", "nvl"} & set(words)),
                   name.lower().replace(" ", "_"))
     meta = {"system": system, "backend": "torch", "backend_version": torch.__version__, "device": name,
             "driver": driver_version() if args.device == "cuda" else "n/a",
             "cuda": torch.version.cuda or "n/a", "date": dt.date.today().isoformat()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    # the copy runs first and again last: a later copy on one machine was 11 % slower (README of the
-    # shipped H200 rows); both rows say when they ran
+    # the copy runs first and again last (after the large step allocations); both rows say when they ran
     dev, quick = args.device, args.quick
     first = [{**r, "order": "first"} for r in copy_rows(torch, dev, quick, meta)] if "hbm_copy" in wanted else []
     measure = {"gemm": lambda: gemm_rows(torch, dev, quick, meta),

@@ -23,7 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import device_ops  # noqa: E402  (the same step and weights)
 
-CATEGORIES = (("gemm", ("gemm", "cutlass", "sm90_xmma", "nvjet", "cublas")), ("attention", ("flash", "fmha", "attention", "cudnn")),)
+#: Kernel-name keywords per category, attention first (a CUTLASS FMHA kernel is attention, not GEMM).
+CATEGORIES = (("attention", ("flash", "fmha", "attention", "sdpa")),
+              ("gemm", ("gemm", "cutlass", "sm90_xmma", "nvjet", "cublas")))
 
 
 def category(name: str) -> str:

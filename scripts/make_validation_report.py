@@ -400,7 +400,7 @@ def findings_text(d: dict) -> str:
    grouped 5-fold TPOT 10.9 / 31.2 % and TTFT 27.5 / 83.0 % on 1,882 rows; the step model's switch to the
    kernel-level decode-attention terms for grouped-query attention (decided by our own H200
    measurements, docs/own-measurements.md: 11.3 / 32.2 % and 27.3 / 82.3 % on the same rows) and
-   counting once the 91 DeepSeek-R1 rows that repeat DeepSeek-V3 measurements gave the figures at the
+   counting once the 93 DeepSeek-R1 rows that repeat DeepSeek-V3 measurements gave the figures at the
    top.
 10. **Fused MoE blocks are costed from their own measurements.** The step model costed the routed
    experts as one grouped GEMM with the format's GEMM terms, which the fused-MoE tables put 50–63 % low

@@ -26,8 +26,9 @@ import yaml
 
 from ..errors import SpecError, unknown_name
 
-#: Kernel-level GQA/MHA decode terms (TensorRT-LLM's decode kernel paths, work units, split-KV), fitted
-#: per accelerator; the step model and per-op prediction use them where a profile has them.
+#: Kernel-level decode-attention terms (TensorRT-LLM's decode kernel paths, work units, split-KV), fitted
+#: per accelerator on GQA and MHA calls; per-op prediction uses them for every head layout, the step
+#: model for grouped-query attention (:meth:`Efficiency.decode_family`).
 DECODE_KERNEL_FAMILY = "attention_decode.kernel"
 
 
@@ -63,9 +64,9 @@ class Efficiency:
         Optional shape-dependent terms per op family, fitted by :mod:`perfmodel.calibration.fit_ops`
         (keys ``gemm.<format>``, ``moe.<format>``, ``attention_decode``, ``mla_decode``,
         ``attention_prefill``, ``mla_prefill``, ``nccl``, and ``attention_decode.kernel``: the
-        kernel-level decode terms, preferred to ``attention_decode`` for grouped-query attention where
-        present, see :meth:`decode_family`). Empty (the default) means the plain roofline above; the cost functions
-        of :mod:`perfmodel.core.costs` that read them document each key.
+        kernel-level decode terms, preferred to ``attention_decode`` for grouped-query attention
+        where present, see :meth:`decode_family`). Empty (the default) means the plain roofline
+        above; the cost functions of :mod:`perfmodel.core.costs` that read them document each key.
     """
 
     gemm_compute: dict[str, float] = field(default_factory=lambda: {"default": 1.0})

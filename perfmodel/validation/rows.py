@@ -278,7 +278,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
 
 
 #: Columns that identify one measurement: the same values under two ids are one run listed twice. The
-#: model id is not part of it: 91 DeepSeek-R1 rows repeat DeepSeek-V3 rows (same architecture) to the
+#: model id is not part of it: 93 DeepSeek-R1 rows repeat DeepSeek-V3 rows (same architecture) to the
 #: last digit of both TTFT and TPOT, which two separate runs cannot do.
 DUPLICATE_KEY = ("system", "backend", "isl", "osl", "measured_ttft_s", "measured_tpot_s")
 
