@@ -318,6 +318,12 @@ def render(preds, aic: str) -> str:
         "(measured with the other library): these rows test another kernel library and the step "
         "composition, not unseen shapes. Errors are 100 (predicted / measured − 1).\n",
         "Check any row yourself: `perfmodel validate --data perfmodel/data/validation/own_h200/gemm.csv`.\n",
+        "Measure your own GPU the same way (PyTorch with CUDA; about a minute per run on an H200): "
+        "`python3 benchmarks/device_ops.py --out runs/` writes the tables (`--tables decode_step,prefill_step "
+        "--step-model llama-2-7b` for a subset or another dense Llama-style model), and "
+        "`perfmodel validate --data runs/decode_step.csv` compares each with perfmodel. Whole-step tables "
+        "take any perfmodel accelerator id in `system` (e.g. `h100-sxm`); per-op tables only the four "
+        "systems with fitted per-op profiles (`h100_sxm`, `h200_sxm`, `b200_sxm`, `gb200`).\n",
         "## Errors by table and profile (percent)\n",
         summary_table(preds), "",
         "## Errors by regime (calibrated profile)\n",
