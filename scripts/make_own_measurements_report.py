@@ -27,6 +27,7 @@ from perfmodel.core.efficiency import DECODE_KERNEL_FAMILY, load_profile
 from perfmodel.core.ops import StepShape
 from perfmodel.core.step import StepModel
 from perfmodel.validation import shipped_path
+from perfmodel.validation.metrics import error_stats
 from perfmodel.validation.report import markdown_table
 from perfmodel.validation.run import validate_file, validate_steps
 
@@ -40,9 +41,9 @@ AIC_HEADING = "## The same shapes measured with TensorRT-LLM"
 
 
 def _stats(err) -> dict:
-    e = np.abs(np.asarray(err, dtype=float))
-    return {"rows": len(e), "median abs %": float(np.median(e)), "p90 abs %": float(np.percentile(e, 90)),
-            "bias %": float(np.median(err))}
+    st = error_stats(err)
+    return {"rows": st["n"], "median abs %": st["median_abs_pct_error"], "p90 abs %": st["p90_abs_pct_error"],
+            "bias %": st["bias_pct"]}
 
 
 def predictions() -> dict[str, dict[str, pd.DataFrame]]:
@@ -146,13 +147,10 @@ def mha_table() -> tuple[str, dict]:
     shipped = load_profile("h200-sxm")
     kernel_everywhere = replace(shipped, op_params={**shipped.op_params,
                                                     "attention_decode": shipped.op_params[DECODE_KERNEL_FAMILY]})
-    models = {"shipped rule (coarse form for MHA)": StepModel("llama-2-7b", "h200-sxm"),
-              "kernel-level terms": StepModel("llama-2-7b", "h200-sxm", efficiency=kernel_everywhere)}
-    errors = {name: 100.0 * (np.array([float(m.step_time(b, c)) * 1e3 for b, c in
-                                       zip(rows["batch_size"], rows["context"], strict=True)])
-                             / rows["latency_ms"].to_numpy() - 1.0) for name, m in models.items()}
+    profiles = {"shipped rule (coarse form for MHA)": "calibrated", "kernel-level terms": kernel_everywhere}
+    errors = {name: validate_steps(rows, eff).predictions["error_pct"].to_numpy() for name, eff in profiles.items()}
     table = markdown_table([{"batch": int(r.batch_size), "context": int(r.context), "measured ms": r.latency_ms,
-                             **{f"{name}: error %": errors[name][i] for name in models}}
+                             **{f"{name}: error %": errors[name][i] for name in profiles}}
                             for i, r in enumerate(rows.itertuples())])
     return table, errors
 

@@ -344,13 +344,15 @@ class StepModel:
                                eff.kernel_overhead, op.kernels)
             return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
                              self.precision.matmul_format, op.kernels, fused_quantization=True)
-        if op.kind == "attention_decode" and op.attention and eff.op(self._decode_family(eff, op.attention)):
+        decode_family = self._decode_family(eff, op.attention) if op.kind == "attention_decode" and op.attention \
+            else None
+        if decode_family and eff.op(decode_family):
             a = op.attention
             t = attention_decode_time(a["batch"], a["kv_len"], a["heads"], a["kv_width"], a["d_qk"],
                                       a["d_v"], a["kv_bytes"], self.attention_peak, self.bandwidth, eff,
                                       kv_streams=a["kv_streams"], window=a["window"],
                                       act_bytes=self.precision.act_bytes,
-                                      family=self._decode_family(eff, a))
+                                      family=decode_family)
             return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
         if op.kind == "attention_prefill" and op.attention and eff.op(op.attention["family"]):
             a = op.attention
