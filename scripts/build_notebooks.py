@@ -1678,7 +1678,29 @@ NB07 = [
     levels.round(1)
     """),
     md("""
-    ## 6. Published end-to-end figures
+    ## 6. How low can the error go on this data?
+
+    Two bounds that no model of these rows can beat. Where one deployment point was measured more than
+    once, how far apart are the two measurements, within one engine release and across releases? And
+    if every (model, system, engine) group — or every release, or every measured sweep — got its own
+    constant correction factor, fitted on the very rows it is scored on, what error would be left?
+    """),
+    code("""
+    from perfmodel.validation.attainable import offset_bound, repeat_agreement
+
+    pd.DataFrame(repeat_agreement(scored)).round(1)
+    """),
+    code("""
+    pd.DataFrame(offset_bound(scored)).round(1)
+    """),
+    md("""
+    The same engine release reproduces a point within a few percent; two releases of one engine
+    disagree far more, in TTFT most of all. TPOT's remaining error is largely a constant per group;
+    TTFT's is not, even with a factor per release: what is left is how TTFT grows with concurrency,
+    which differs from sweep to sweep.
+    """),
+    md("""
+    ## 7. Published end-to-end figures
 
     The same harness reads `published_end_to_end_clean.csv`: static-batch latencies and TTFTs that
     vendors and projects published, each with its source row id.
@@ -1692,7 +1714,7 @@ NB07 = [
                    "p90 |e| [%]": ps[m]["p90_abs_pct_error"], "bias [%]": ps[m]["bias_pct"]} for m in metrics]).round(1)
     """),
     md("""
-    ## 7. Estimating a deployment that was not measured
+    ## 8. Estimating a deployment that was not measured
 
     `estimate_serving` runs this same pipeline (format defaults, steady state, fitted engine
     parameters) on a deployment of your choice, so its figures carry the error measured above. Here
@@ -1710,7 +1732,7 @@ NB07 = [
         ["concurrency", "ttft_s", "preset_ttft_s", "tpot_s", "preset_tpot_s", "output_tokens_per_s_per_gpu"]].round(4)
     """),
     md("""
-    ## 8. Our own measurements: whole steps on one H200
+    ## 9. Our own measurements: whole steps on one H200
 
     The project measured one H200 itself (`benchmarks/device_ops.py`, rows and provenance in
     `perfmodel/data/validation/own_h200/`): PyTorch kernels and whole Llama-3.1-8B forward steps

@@ -60,3 +60,11 @@ def test_steady_state_benchmark_runs():
                           "--repeat", "1"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "steady_state_disagg, 20 concurrencies" in out.stdout and "estimate_serving" in out.stdout
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "scripts").glob("*.py")))
+def test_every_maintenance_script_starts_and_prints_its_usage(script):
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--help"], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout
