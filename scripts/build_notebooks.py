@@ -1678,26 +1678,27 @@ NB07 = [
     levels.round(1)
     """),
     md("""
-    ## 6. How low can the error go on this data?
+    ## 6. What limits the error on this data?
 
-    Two bounds that no model of these rows can beat. Where one deployment point was measured more than
-    once, how far apart are the two measurements, within one engine release and across releases? And
-    if every (model, system, engine) group — or every release, or every measured sweep — got its own
-    constant correction factor, fitted on the very rows it is scored on, what error would be left?
+    Where one deployment point was measured more than once, how far apart are the measurements, within
+    one engine release and across releases? And if every (model, system, engine) group — or every
+    release — got its own constant correction factor, fitted on the very rows it is scored on, how much
+    of this model's error would go?
     """),
     code("""
     from perfmodel.validation.attainable import offset_bound, repeat_agreement
 
-    pd.DataFrame(repeat_agreement(scored)).round(1)
+    pd.DataFrame(repeat_agreement(scored, by="backend")).round(1)
     """),
     code("""
     pd.DataFrame(offset_bound(scored)).round(1)
     """),
     md("""
-    The same engine release reproduces a point within a few percent; two releases of one engine
-    disagree far more, in TTFT most of all. TPOT's remaining error is largely a constant per group;
-    TTFT's is not, even with a factor per release: what is left is how TTFT grows with concurrency,
-    which differs from sweep to sweep.
+    Repeats are few outside vLLM, whose runs reproduce a point within a few percent inside one release;
+    two releases of one engine disagree far more, in TTFT most of all. A constant per group removes part
+    of both errors but not TTFT's tail: even one factor per release leaves its p90 above the 50 % target.
+    `docs/validation.md` shows what is left: how TTFT grows with concurrency, which differs from sweep
+    to sweep and which no single recorded column explains.
     """),
     md("""
     ## 7. Published end-to-end figures

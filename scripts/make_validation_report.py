@@ -26,9 +26,11 @@ from perfmodel.core.step import StepModel
 from perfmodel.validation import report as rep
 from perfmodel.validation.attainable import (
     OFFSET_GROUPINGS,
+    SWEEP_COLUMNS,
     concurrency_slopes,
     offset_bound,
     repeat_agreement,
+    variance_explained,
 )
 from perfmodel.validation.calibrate import Calibration, calibrate, write_profile
 from perfmodel.validation.data import shipped_path
@@ -278,56 +280,55 @@ def write_report(o: dict, findings: str) -> None:
 
 
 def _attainable_section(train: pd.DataFrame) -> str:
-    """Repeat agreement of the measurements and the per-group offset bound (perfmodel.validation.attainable)."""
-    repeats = repeat_agreement(train)
-    cross = {e["metric"]: e for e in repeats if e["pairs"] == "different releases"}
-    same = {e["metric"]: e for e in repeats if e["pairs"] == "same release"}
-    bound = offset_bound(train)
-    by = dict(zip(OFFSET_GROUPINGS, bound, strict=True))
-    release = by["model / system / engine / release"]
-    sweep = by["one measured sweep (all but concurrency)"]
-    slopes = concurrency_slopes(train[train["mode"] == "agg"], "ttft")
+    """Repeats, per-group rescaling and TTFT load slopes (perfmodel.validation.attainable)."""
+    repeats = repeat_agreement(train, by="backend")
+    pairs = {(e["backend"], e["metric"], e["pairs"]): e for e in repeats}
+    bound = dict(zip(OFFSET_GROUPINGS, offset_bound(train), strict=True))
+    release = bound["model / system / engine / release"]
+    agg = train[train["mode"] == "agg"]
+    slopes = concurrency_slopes(agg, "ttft")
+    noise = float(np.sqrt(np.mean(slopes["slope_se"] ** 2)))
+    explained = sorted(variance_explained(slopes["slope"], slopes, [c for c in SWEEP_COLUMNS if c in slopes]),
+                       key=lambda e: -e["share beyond chance %"])
+    best = explained[0]
+    vllm_same = pairs.get(("vllm", "TTFT", "same release"))
+    cross = [e["median disagreement %"] for (_, metric, kind), e in pairs.items()
+             if metric == "TTFT" and kind == "different releases"]
+    cross_lo, cross_hi = min(cross), max(cross)
     return "\n".join([
-        "What any model of these rows can reach, whatever its physics (`perfmodel/validation/attainable.py`; "
-        "rows not flagged anomalous).\n",
-        "**Repeated measurements.** Where one deployment point (model, system, engine, layout, formats, "
-        "lengths, concurrency) was measured more than once, the pairs disagree by (larger / smaller − 1):\n",
+        "What limits the error on these rows (`perfmodel/validation/attainable.py`; rows not flagged "
+        "anomalous, training predictions).\n",
+        "**Repeated measurements** (independent of any model). Where one deployment point (model, system, "
+        "engine, layout, formats, lengths, concurrency) was measured more than once, the pairs disagree by "
+        "(larger / smaller − 1), by engine:\n",
         rep.markdown_table(repeats), "",
-        f"The same release reproduces itself (TTFT median {rep.fmt(same['TTFT']['median disagreement %'])} %); "
-        f"two releases of one engine on the same point differ by a median {rep.fmt(cross['TTFT']['median disagreement %'])} % "
-        f"in TTFT (p90 {rep.fmt(cross['TTFT']['p90 disagreement %'])} %) and "
-        f"{rep.fmt(cross['TPOT']['median disagreement %'])} % in TPOT (p90 {rep.fmt(cross['TPOT']['p90 disagreement %'])} %). "
-        "The release is a first-order input that the engine-wide parameters do not see.\n",
-        "**Per-group offsets.** Each training prediction multiplied by the median measured / predicted "
-        "ratio of its group, fitted on the same rows it is scored on (one free factor per group; an "
-        "optimistic bound on what per-group constants could add to the model):\n",
-        rep.markdown_table(bound), "",
-        f"With one in-sample factor per (model, system, engine, release) TPOT would be at "
-        f"{rep.fmt(release['TPOT median abs %'])} / {rep.fmt(release['TPOT p90 abs %'])} % and TTFT at "
-        f"{rep.fmt(release['TTFT median abs %'])} / {rep.fmt(release['TTFT p90 abs %'])} % (median / p90; targets "
-        f"{TARGETS['tpot'][0]:g} / {TARGETS['tpot'][1]:g} and {TARGETS['ttft'][0]:g} / {TARGETS['ttft'][1]:g} %); "
-        f"with one per measured sweep TTFT keeps a p90 of {rep.fmt(sweep['TTFT p90 abs %'])} %: the way TTFT "
-        "grows with concurrency differs from sweep to sweep, and only that dependence, not a constant, "
-        "can remove it.\n",
-        "**TTFT growth with load.** Within each measured sweep whose concurrency spans at least an e-fold "
-        "range, the slope of ln(measured / predicted TTFT) against ln C "
-        f"({len(slopes)} sweeps) has a median of {slopes['slope'].median():+.2f} and a standard deviation of "
-        f"{slopes['slope'].std():.2f}: right on average, wrong sweep by sweep. Share of the slopes' variance "
-        "that each recorded column explains (between-group variance / total; many small groups inflate it):\n",
-        rep.markdown_table(_explained(slopes)), "",
+        "Few engines and releases have repeats, so read these as examples, not rates: "
+        + (f"vLLM reproduces itself within one release (TTFT median "
+           f"{rep.fmt(vllm_same['median disagreement %'])} % over {vllm_same['n pairs']} pairs); "
+           if vllm_same else "")
+        + f"pairs from two releases of one engine disagree by a median {cross_lo:.0f}–{cross_hi:.0f} % in TTFT. "
+        "The release is an input the engine-wide parameters do not see, but not the main limit (next table).\n",
+        "**Per-group rescaling of this model.** Each training prediction multiplied by the median measured / "
+        "predicted ratio of its group, fitted on the same rows it is scored on (one free factor per group of "
+        "≥ 3 rows; smaller groups keep their predictions). It shows how much of *this* model's error a "
+        "constant per group would remove (a model with a better dependence on load, lengths or layout "
+        "could do better):\n",
+        rep.markdown_table(list(bound.values())), "",
+        f"With a factor per (model, system, engine, release) TTFT would still be at "
+        f"{rep.fmt(release['TTFT median abs %'])} / {rep.fmt(release['TTFT p90 abs %'])} % (median / p90; target "
+        f"{TARGETS['ttft'][0]:g} / {TARGETS['ttft'][1]:g} %) and TPOT at {rep.fmt(release['TPOT median abs %'])} / "
+        f"{rep.fmt(release['TPOT p90 abs %'])} % (target {TARGETS['tpot'][0]:g} / {TARGETS['tpot'][1]:g} %).\n",
+        "**TTFT growth with load** (aggregated rows). Within each measured sweep of at least 3 points whose "
+        "concurrency spans at least an e-fold range, the least-squares slope of ln(measured / predicted TTFT) "
+        f"against ln C ({len(slopes)} sweeps) has a median of {slopes['slope'].median():+.2f} and a standard "
+        f"deviation of {slopes['slope'].std():.2f}; the slopes' own standard errors are "
+        f"{noise:.2f} (root mean square), so about {100 * min(1.0, (noise / slopes['slope'].std()) ** 2):.0f} % of that "
+        "variance is estimation noise. Share of the slopes' variance each recorded column explains on its own "
+        "(η²) and beyond what its number of groups explains by chance (ω²):\n",
+        rep.markdown_table(explained), "",
+        f"The most any single column explains beyond chance is {best['share beyond chance %']:.1f} % "
+        f"(`{best['column']}`).",
     ])
-
-
-def _explained(slopes: pd.DataFrame) -> list[dict]:
-    """Between-group share of the variance of the per-sweep TTFT slopes, per recorded column."""
-    total = float(((slopes["slope"] - slopes["slope"].mean()) ** 2).sum())
-    out = []
-    for column in ("backend", "backend_version", "system", "model", "isl", "osl", "tp"):
-        group_mean = slopes.groupby(slopes[column].astype(str))["slope"].transform("mean")
-        between = float(((group_mean - slopes["slope"].mean()) ** 2).sum())
-        out.append({"column": column, "groups": int(slopes[column].astype(str).nunique()),
-                    "variance explained %": 100.0 * between / total})
-    return out
 
 
 def _pct(x) -> str:
