@@ -294,7 +294,6 @@ def _attainable_section(train: pd.DataFrame) -> str:
     vllm_same = pairs.get(("vllm", "TTFT", "same release"))
     cross = [e["median disagreement %"] for (_, metric, kind), e in pairs.items()
              if metric == "TTFT" and kind == "different releases"]
-    cross_lo, cross_hi = min(cross), max(cross)
     return "\n".join([
         "What limits the error on these rows (`perfmodel/validation/attainable.py`; rows not flagged "
         "anomalous, training predictions).\n",
@@ -306,8 +305,9 @@ def _attainable_section(train: pd.DataFrame) -> str:
         + (f"vLLM reproduces itself within one release (TTFT median "
            f"{rep.fmt(vllm_same['median disagreement %'])} % over {vllm_same['n pairs']} pairs); "
            if vllm_same else "")
-        + f"pairs from two releases of one engine disagree by a median {cross_lo:.0f}–{cross_hi:.0f} % in TTFT. "
-        "The release is an input the engine-wide parameters do not see, but not the main limit (next table).\n",
+        + (f"pairs from two releases of one engine disagree by a median {min(cross):.0f}–{max(cross):.0f} % in "
+           "TTFT. " if cross else "no point was measured under two releases. ")
+        + "The release is an input the engine-wide parameters do not see, but not the main limit (next table).\n",
         "**Per-group rescaling of this model.** Each training prediction multiplied by the median measured / "
         "predicted ratio of its group, fitted on the same rows it is scored on (one free factor per group of "
         "≥ 3 rows; smaller groups keep their predictions). It shows how much of *this* model's error a "
