@@ -36,7 +36,7 @@ from perfmodel.validation.calibrate import Calibration, calibrate, write_profile
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.engines import presets
 from perfmodel.validation.fit import cross_validate
-from perfmodel.validation.metrics import add_errors, summarize
+from perfmodel.validation.metrics import add_errors, not_flagged, summarize
 from perfmodel.validation.models import resolve_model
 from perfmodel.validation.published import validate_published
 from perfmodel.validation.run import published_summary, serving_problem
@@ -66,7 +66,7 @@ def run_calibration(problem, quick: bool, workers: int) -> Calibration:
 
 
 def _scored(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["anomaly"].fillna("").astype(str) == ""]
+    return df[not_flagged(df)]
 
 
 def build(quick: bool, workers: int) -> dict:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.fit import fit_backend, fit_engines, folds
-from perfmodel.validation.metrics import error_stats, pct_error
+from perfmodel.validation.metrics import error_stats, not_flagged, pct_error
 from perfmodel.validation.run import serving_problem
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = problem.rows
     versions = rows["backend_version"].astype(object).where(rows["backend_version"].notna(), "?")
     release = (rows["backend"] + "/" + versions.astype(str)).to_numpy()
-    scored = (rows["anomaly"].fillna("").astype(str) == "").to_numpy()
+    scored = not_flagged(rows)
     predicted = {kind: {m: np.full(len(rows), np.nan) for m in ("ttft", "tpot")} for kind in ("engine", "release")}
     refitted = np.zeros(len(rows), dtype=bool)
     for name, held in folds(rows, "kfold"):

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .engines import EngineCalibration, profile_to_dict, save_profile
 from .fit import F_SCALE, K_FOLDS, cross_validate, fit_engines
-from .metrics import add_errors, summarize
+from .metrics import add_errors, not_flagged, summarize
 from .predict import ServingProblem
 
 #: Cross-validation schemes reported (see :func:`perfmodel.validation.fit.folds`).
@@ -69,8 +69,7 @@ def sha256(path: str | Path) -> str:
 
 def provenance(data: str, result: Calibration, efficiency, rows_read: int) -> dict[str, Any]:
     """Provenance block of a calibration profile."""
-    scored = result.train[result.train["anomaly"].fillna("").astype(str) == ""] \
-        if "anomaly" in result.train else result.train
+    scored = result.train[not_flagged(result.train)]
     out = {
         "data": str(data), "rows_read": int(rows_read), "rows_predicted": int(len(result.train)),
         "rows_fitted": int(len(scored)),

@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from .engines import FITTED, PARAMETERS, EngineCalibration, fit_start, presets
-from .metrics import error_stats, pct_error
+from .metrics import error_stats, not_flagged, pct_error
 from .predict import ServingProblem
 
 #: Scale of the soft-L1 loss in log-ratio units (0.15 ≈ 16 %): residuals beyond it count linearly.
@@ -50,9 +50,7 @@ class FitResult:
 
 def _scored(problem: ServingProblem) -> np.ndarray:
     """Rows usable for fitting: not flagged anomalous."""
-    if "anomaly" not in problem.rows:
-        return np.ones(len(problem.rows), dtype=bool)
-    return problem.rows["anomaly"].fillna("").astype(str).to_numpy() == ""
+    return not_flagged(problem.rows)
 
 
 def fit_backend(problem: ServingProblem, backend: str, start: EngineCalibration | None = None,

@@ -32,6 +32,13 @@ def pct_error(predicted, measured) -> np.ndarray:
         return np.where(m > 0, 100.0 * (p - m) / m, np.nan)
 
 
+def not_flagged(rows: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the rows not flagged anomalous (an empty or missing ``anomaly`` cell)."""
+    if "anomaly" not in rows:
+        return np.ones(len(rows), dtype=bool)
+    return rows["anomaly"].fillna("").astype(str).to_numpy() == ""
+
+
 def add_errors(df: pd.DataFrame) -> pd.DataFrame:
     """Return ``df`` with ``tpot_pct_error`` and ``ttft_pct_error`` columns added."""
     out = df.copy()

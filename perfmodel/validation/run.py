@@ -226,6 +226,12 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _not_allowed(name: str, raw) -> str:
+    """Reason naming a measurement-table field whose value is invalid: latency must be > 0, the rest >= 0."""
+    allowed = "a number > 0" if name == "latency_ms" else "a number >= 0"
+    return f"{name}={_plain(raw)!r} is not {allowed}"
+
+
 def invalid_op_rows(df: pd.DataFrame) -> np.ndarray:
     """Per row, '' or why it cannot be predicted: the first numeric field that is not a number >= 0
     (``latency_ms`` > 0), named with its value."""
@@ -234,8 +240,7 @@ def invalid_op_rows(df: pd.DataFrame) -> np.ndarray:
         values = pd.to_numeric(df[col], errors="coerce")
         bad = values.isna() | (values <= 0 if col == "latency_ms" else values < 0)
         for i in np.flatnonzero(bad.to_numpy() & (why == "")):
-            allowed = "a number > 0" if col == "latency_ms" else "a number >= 0"
-            why[i] = f"{col}={_plain(df[col].iloc[i])!r} is not {allowed}"
+            why[i] = _not_allowed(col, df[col].iloc[i])
     return why
 
 
@@ -253,8 +258,7 @@ def step_shape(row: pd.Series) -> tuple[np.ndarray | None, str]:
         if pd.isna(value) and allow_missing and (pd.isna(raw) or str(raw).strip() == ""):
             value = 0.0
         if not np.isfinite(value) or value < 0 or (name == "latency_ms" and value <= 0):
-            allowed = "a number > 0" if name == "latency_ms" else "a number >= 0"
-            return None, f"{name}={_plain(raw)!r} is not {allowed}"
+            return None, _not_allowed(name, raw)
         values[name] = float(value)
     if values["batch_size"] == 0 and values["prefill_tokens"] == 0:
         return None, "no work: batch_size = prefill_tokens = 0"
