@@ -23,6 +23,7 @@ import pandas as pd
 from perfmodel.core.efficiency import profile_for
 from perfmodel.core.ops import StepShape
 from perfmodel.core.step import StepModel
+from perfmodel.engine.calibration import presets
 from perfmodel.validation import report as rep
 from perfmodel.validation.attainable import (
     OFFSET_GROUPINGS,
@@ -34,7 +35,6 @@ from perfmodel.validation.attainable import (
 )
 from perfmodel.validation.calibrate import Calibration, calibrate, write_profile
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.engines import presets
 from perfmodel.validation.fit import cross_validate
 from perfmodel.validation.metrics import add_errors, not_flagged, summarize
 from perfmodel.validation.models import resolve_model
@@ -244,7 +244,7 @@ def write_report(o: dict, findings: str) -> None:
         _headline_section(o), "",
         "## Fitted engine parameters\n",
         "Six global parameters per engine (`perfmodel/data/engines_fit/calibrated.yaml`; definitions in "
-        "`perfmodel/validation/engines.py`), fitted with `scipy.optimize.least_squares` (soft-L1 loss on "
+        "`perfmodel/engine/calibration.py`), fitted with `scipy.optimize.least_squares` (soft-L1 loss on "
         "log ratios of TPOT and TTFT) on all rows not flagged anomalous; the per-step and per-sequence "
         "overheads are held at 0 (fitted jointly they went to ≈ 0 for every engine). The per-op kernel "
         "efficiencies are those of the per-accelerator profiles.\n",

@@ -12,7 +12,8 @@ from perfmodel.serving.stand_in import ConstantStepModel, LinearStepModel, Roofl
 from perfmodel.serving.steptable import StepTimer
 
 H100_8B = RooflineStepModel.llama_8b_h100()
-SAME_OVERHEADS = {"step_overhead": "1 ms", "seq_overhead": "10 us"}
+# scheduler mechanics: uncalibrated profiles (no fitted engine terms), equal host overheads
+SAME_OVERHEADS = {"step_overhead": "1 ms", "seq_overhead": "10 us", "backend": None}
 
 
 def test_prefill_first_has_lower_ttft_and_higher_tpot_than_chunked_decode_first():
@@ -114,7 +115,7 @@ def test_step_table_agrees_with_exact_calls():
 
 def interpolation_errors(model, points=600, seed=0):
     """Relative error of the mixed-step table at random operating points that fit in memory."""
-    timer = StepTimer(model, load_engine("vllm", step_overhead=0, seq_overhead=0), 20000)
+    timer = StepTimer(model, load_engine("vllm", step_overhead=0, seq_overhead=0, backend=None), 20000)
     rng = np.random.default_rng(seed)
     errs = []
     for _ in range(points):
@@ -141,7 +142,7 @@ def test_step_timer_interpolation_error_is_small():
 def test_several_prompts_in_one_step_keep_their_attention_pairs():
     """Two 1000-token prompts cost less attention than one 2000-token prompt (q_eq < 0)."""
     model = RooflineStepModel()
-    timer = StepTimer(model, load_engine("vllm", step_overhead=0, seq_overhead=0), 4000, mode="exact")
+    timer = StepTimer(model, load_engine("vllm", step_overhead=0, seq_overhead=0, backend=None), 4000, mode="exact")
     two = timer.step(0, 0.0, 2000, 1000 * 500 * 2 / 2000 - 1000, 2)
     one = timer.step(0, 0.0, 2000, 0.0, 1)
     assert two < one
@@ -163,13 +164,13 @@ def test_result_api():
                 "e2e_p95_s", "itl_p99_s"):
         assert key in s
     assert "ttft_p95_s" in repr(res) and "<table>" in res._repr_html_()
-    assert res.meta["engine"]["both"]["name"] == "vllm"
+    assert res.meta["engine"]["both"]["engine"] == "vllm" and res.meta["engine"]["both"]["calibrated"]
 
 
 def test_step_model_kwargs_are_resolved_or_rejected_clearly():
     with pytest.raises(ConfigError, match="lacks"):
         simulate(object(), Workload.fixed(10, 2, rate=1.0), requests=5)
-    free = load_engine("vllm", step_overhead=0, seq_overhead=0)
+    free = load_engine("vllm", step_overhead=0, seq_overhead=0, backend=None)
     with pytest.raises(ConfigError, match="step times must be finite and > 0"):
         simulate(ConstantStepModel(0.0), Workload.fixed(10, 2, rate=1.0), engine=free, requests=5)
     with pytest.raises(ConfigError, match="replicas: must be >= 1"):

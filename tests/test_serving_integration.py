@@ -38,7 +38,7 @@ def test_simulation_with_the_core_model(h100_8b):
 
 
 def test_table_interpolation_error_with_the_core_model(h100_8b):
-    timer = StepTimer(h100_8b, load_engine("vllm", step_overhead=0, seq_overhead=0), 20000)
+    timer = StepTimer(h100_8b, load_engine("vllm", step_overhead=0, seq_overhead=0, backend=None), 20000)
     rng = np.random.default_rng(0)
     errs = []
     for _ in range(300):
@@ -63,7 +63,7 @@ def test_steady_state_agrees_with_the_simulator(h100_8b, engine, isl, osl, c):
 
 
 def test_scheduler_trade_off_with_the_core_model(h100_8b):
-    same = {"step_overhead": "1 ms", "seq_overhead": "10 us"}
+    same = {"step_overhead": "1 ms", "seq_overhead": "10 us", "backend": None}
     w = Workload.fixed(4096, 256, rate=4.0)
     pf = simulate(h100_8b, w, engine=load_engine("sglang", **same), requests=800, seed=2).summary()
     df = simulate(h100_8b, w, engine=load_engine("vllm", max_num_batched_tokens=2048, **same),

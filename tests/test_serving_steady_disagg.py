@@ -12,7 +12,7 @@ from perfmodel.serving import Disaggregated, Workload, load_engine, simulate, st
 from perfmodel.serving.prefill import prefill_batch_time
 from perfmodel.serving.stand_in import ConstantStepModel, LinearStepModel, RooflineStepModel
 
-NO_OVERHEAD = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0)
+NO_OVERHEAD = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0)
 H100_8B = RooflineStepModel.llama_8b_h100()
 
 
@@ -45,7 +45,7 @@ def test_attention_dp_schedulers_multiply_budgets():
     # two ranks each prefill one 8192-token prompt per 10 ms step: 200 requests/s
     r = steady_state_disagg(s, s, 1000, 8192, 11, prefill_engine=NO_OVERHEAD, prefill_schedulers=2)
     assert float(r.throughput_rps) == pytest.approx(200.0, rel=1e-3)
-    few = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0, max_num_seqs=4)
+    few = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0, max_num_seqs=4)
     one = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few)
     two = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few, decode_schedulers=2)
     assert (float(one.n_decode), float(two.n_decode)) == pytest.approx((4.0, 8.0), rel=1e-3)
@@ -65,7 +65,7 @@ def test_sync_fraction_in_the_prefill_pool():
 
 def test_decode_pool_caps_bind():
     s = ConstantStepModel(0.01, kv_capacity_tokens=20_000)
-    eng = load_engine("vllm", step_overhead=0.0, seq_overhead=0.0)
+    eng = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0)
     r = steady_state_disagg(s, s, 500, 1000, 1001, prefill_engine=eng, decode_replicas=2)
     # on-demand KV: I + O/2 = 1500.5 tokens per sequence, the engine's usable fraction of the pool
     assert float(r.n_decode) == pytest.approx(20_000 * eng.kv_capacity_fraction / 1500.5, rel=1e-3)
@@ -95,6 +95,7 @@ PREFILL_BOUND = [("vllm", 4096, 256, 64, 1, 2), ("vllm", 2048, 256, 256, 1, 1)]
 
 
 def _both(engine, isl, osl, c, p, d):
+    engine = f"{engine}-preset"   # closed-form mechanics: no fitted engine terms
     ss = steady_state_disagg(H100_8B, H100_8B, c, isl, osl, prefill_replicas=p, decode_replicas=d,
                              prefill_engine=engine)
     w = Workload.fixed(isl, osl, concurrency=c, ramp_up=float(ss.e2e_s))

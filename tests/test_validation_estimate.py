@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from perfmodel.cli import main
+from perfmodel.engine.calibration import load_profile
 from perfmodel.errors import PerfmodelError
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.engines import load_profile
 from perfmodel.validation.estimate import PrefillPool, estimate_serving
 from perfmodel.validation.run import serving_problem
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perfmodel.engine.calibration import EngineCalibration, load_profile, presets, profile_from_dict
 from perfmodel.serving import load_engine, steady_state
 from perfmodel.serving.waves import wave_wait
-from perfmodel.validation.engines import load_profile, presets, profile_from_dict
 from perfmodel.validation.fit import folds
 from perfmodel.validation.metrics import add_errors, error_stats, pct_error, summarize
 from perfmodel.validation.predict import STEADY_STATE_ITERATIONS
@@ -89,14 +89,14 @@ def test_small_m_share_moves_decode_steps_to_the_variant():
     tab = build_tables(sm, i, o, c, np.array([8192.0, 8192.0]), small_m_model=alt)
     n, cbar = np.array([4.0, 64.0]), i + o / 2
     base = RowTables(tab).step_time(n, cbar, 0.0)
-    assert RowTables(tab).adjusted().step_time(n, cbar, 0.0) == pytest.approx(base)
-    full = RowTables(tab).adjusted(small_m=1.0).step_time(n, cbar, 0.0)
+    assert RowTables(tab).adjusted(EngineCalibration("vllm", 0.0, 0.0)).step_time(n, cbar, 0.0) == pytest.approx(base)
+    full = RowTables(tab).adjusted(EngineCalibration("vllm", 0.0, 0.0, small_m_tactic=1.0)).step_time(n, cbar, 0.0)
     assert full == pytest.approx(alt.step_time(n, cbar, 0.0), rel=0.01)
     assert np.all(full < 0.9 * base)   # the untuned FP4 table is far from the weight-streaming bound
-    half = RowTables(tab).adjusted(small_m=0.5).step_time(n, cbar, 0.0)
+    half = RowTables(tab).adjusted(EngineCalibration("vllm", 0.0, 0.0, small_m_tactic=0.5)).step_time(n, cbar, 0.0)
     assert half == pytest.approx((base + full) / 2)
     with pytest.raises(ValueError, match="small_m"):
-        RowTables(tab).adjusted(small_m=1.5)
+        RowTables(tab).adjusted(EngineCalibration("vllm", 0.0, 0.0, small_m_tactic=1.5))
 
 
 def test_wave_wait_by_hand():

@@ -21,10 +21,10 @@ import yaml
 
 import perfmodel.validation.predict as predict_module
 from perfmodel.cli import main
+from perfmodel.engine.calibration import EngineCalibration, load_profile
 from perfmodel.validation.attainable import repeat_agreement
 from perfmodel.validation.calibrate import sha256
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.engines import EngineCalibration, load_profile
 from perfmodel.validation.fit import fit_backend
 from perfmodel.validation.metrics import add_errors, summarize
 from perfmodel.validation.run import detect_kind, serving_problem, validate_file

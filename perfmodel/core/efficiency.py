@@ -214,7 +214,7 @@ def small_m_variant(eff: Efficiency, compute: str) -> Efficiency | None:
     tiles), so a served decode step runs closer to the weight-streaming bound. This variant — no
     small-M compute penalty, memory efficiency and fixed costs unchanged — is the other end of that
     range; how much of the way an engine goes is fitted per engine (``small_m_tactic`` in
-    :mod:`perfmodel.validation.engines`).
+    :mod:`perfmodel.engine.calibration`).
 
     Returns
     -------

@@ -184,6 +184,10 @@ class StepModel:
                  efficiency: str | Efficiency = "calibrated", reserve: float = DEFAULT_RESERVE,
                  expert_imbalance: float = 1.0, scale_up: str | Link | None = None,
                  kv_host_fraction: float = 0.0, kv_host_overlap: float = 0.0) -> None:
+        self._arguments = dict(tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, moe_tp=moe_tp, weights=weights,
+                               activations=activations, kv_cache=kv_cache, reserve=reserve,
+                               expert_imbalance=expert_imbalance, scale_up=scale_up,
+                               kv_host_fraction=kv_host_fraction, kv_host_overlap=kv_host_overlap)
         self.model = model if isinstance(model, ModelSpec) else load_model(model)
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
@@ -215,6 +219,10 @@ class StepModel:
             self.attention_peak = self.peak
         self.bandwidth = self.hardware.memory_bandwidth
         self.link_bandwidth, self.link_alpha, self.link_id = self._collective_link(scale_up)
+
+    def with_efficiency(self, efficiency: str | Efficiency) -> StepModel:
+        """The same replica (model, hardware, layout, formats) under another efficiency profile."""
+        return StepModel(self.model, self.hardware, **self._arguments, efficiency=efficiency)
 
     # ------------------------------------------------------------------ links
     def _collective_link(self, override) -> tuple[float, float, str | None]:

@@ -73,6 +73,9 @@ class EngineProfile(Strict):
         Host time per sequence scheduled in a step [s]. Accepts ``"20 us"``.
     kv_capacity_fraction : float
         Fraction of the step model's ``kv_capacity_tokens`` the engine may use (1.0 = all).
+    backend : {"vllm", "sglang", "trtllm"} or None
+        Serving engine whose terms fitted on measured runs apply to this profile
+        (:class:`perfmodel.engine.Engine`); None = no fitted terms (an uncalibrated profile).
     description : str
         Free text.
     sources : dict[str, str]
@@ -82,6 +85,7 @@ class EngineProfile(Strict):
     schema_version: Literal[1] = 1
     kind: Literal["engine"] = "engine"
     name: str
+    backend: Literal["vllm", "sglang", "trtllm"] | None = None
     description: str = ""
     policy: Policy = "decode_first"
     chunked_prefill: bool = True

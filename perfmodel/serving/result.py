@@ -104,7 +104,7 @@ class SimulationResult:
         finish = f(R.finish)
         finish[status == 3] = np.nan
         meta = {
-            "engine": {k: e.model_dump() for k, e in engines.items()},
+            "engine": {k: e.describe() for k, e in engines.items()},
             "step_model": {k: _describe(m) for k, m in models.items()},
             "devices_per_replica": {k: int(getattr(m, "devices", 1)) for k, m in models.items()},
             "replicas": len(sim.replicas),
@@ -226,7 +226,7 @@ class SimulationResult:
         return rows
 
     def _title(self) -> str:
-        eng = "/".join(sorted({e["name"] for e in self.meta.get("engine", {}).values()}))
+        eng = "/".join(sorted({e["engine"] for e in self.meta.get("engine", {}).values()}))
         name = self.workload.name if self.workload is not None else "workload"
         return (f"SimulationResult({name}, engine={eng}, replicas={self.meta.get('replicas')}, "
                 f"seed={self.meta.get('seed')})")

@@ -24,15 +24,15 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..units import to_si
-from .engine import EngineProfile, load_engine
+from .engine import EngineProfile
 from .protocol import StepModelLike, resolve_step_model
 from .result import SimulationResult
 from .scheduler import Replica
-from .state import CANCELLED, DONE, IN_FLIGHT, PREFILL, REJECTED, TRANSFER, WAITING, RequestTable
+from .state import CANCELLED, COMPLETED, DONE, IN_FLIGHT, PREFILL, REJECTED, TRANSFER, WAITING, RequestTable
 from .steptable import StepTimer
 from .workload import SLO, Workload, interarrivals, load_workload, read_trace, sample_lengths
 
-ARRIVAL, TIMEOUT, XFER = 0, 1, 2
+ARRIVAL, TIMEOUT, XFER, ENTER = 0, 1, 2, 3
 ROUTERS = ("least_loaded", "round_robin", "random")
 #: Requests simulated when neither ``requests`` nor ``horizon`` is given (here or in the workload).
 DEFAULT_REQUESTS = 1000
@@ -115,6 +115,8 @@ class _Sim:
         self.kv_bytes_prefill = 0.0
         self.link_bw = math.inf
         self.link_alpha = 0.0
+        self.front_delay = 0.0       # engine request overhead: client send -> engine queue [s]
+        self.first_token_steps = 0.0  # engine's late tokens: the client sees each k of its TPOTs late
 
     # -- events -----------------------------------------------------------------------------
     def push(self, t: float, kind: int, rid: int) -> None:
@@ -141,9 +143,23 @@ class _Sim:
         return best
 
     def _arrive(self, rid: int, t: float) -> None:
+        """The client sends request ``rid`` at ``t``; it reaches the engine after the request overhead."""
         R = self.req
         R.arrival[rid] = t
         self.n_arrived = max(self.n_arrived, rid + 1)
+        if self.timeout is not None:
+            R.deadline[rid] = t + self.timeout
+            self.push(t + self.timeout, TIMEOUT, rid)
+        if self.front_delay > 0.0:
+            self.push(t + self.front_delay, ENTER, rid)
+        else:
+            self._enter(rid, t)
+
+    def _enter(self, rid: int, t: float) -> None:
+        """Request ``rid`` reaches the engine's front replica pool at ``t``."""
+        R = self.req
+        if R.status[rid] != IN_FLIGHT:   # cancelled on its way in
+            return
         rep = self._route(self.front)
         R.replica[rid] = rep.idx
         if not rep.fits_ever(rid) or (self.back and not self.back[0].fits_ever(rid)):
@@ -152,9 +168,6 @@ class _Sim:
         if self.max_queue is not None and rep.n_wait >= self.max_queue:
             self.finished(rid, t, REJECTED)
             return
-        if self.timeout is not None:
-            R.deadline[rid] = t + self.timeout
-            self.push(t + self.timeout, TIMEOUT, rid)
         rep.enqueue(rid, t)
 
     def _timeout(self, rid: int, t: float) -> None:
@@ -162,7 +175,9 @@ class _Sim:
         if R.status[rid] != IN_FLIGHT or (R.first[rid] == R.first[rid] and R.first[rid] <= t):
             return
         where = R.where[rid]
-        if where == WAITING:
+        if R.replica[rid] < 0:   # still on its way in (request overhead)
+            R.where[rid] = DONE
+        elif where == WAITING:
             self.replicas[R.replica[rid]].cancel_waiting()
             R.where[rid] = DONE
         elif where == PREFILL:
@@ -182,6 +197,12 @@ class _Sim:
     def finished(self, rid: int, t: float, status: int) -> None:
         R = self.req
         R.status[rid] = status
+        if status == COMPLETED and self.first_token_steps:
+            # the client sees every token first_token_steps of the request's TPOTs late
+            n1 = R.gen[rid] - 1
+            late = self.first_token_steps * ((t - R.first[rid]) / n1 if n1 > 0 else 0.0)
+            R.first[rid] += late
+            t += late
         R.finish[rid] = t
         if self.closed:
             self._issue(t + self.think)
@@ -275,6 +296,8 @@ class _Sim:
                 t, _, kind, rid = heapq.heappop(heap)
                 if kind == ARRIVAL:
                     self._arrive(rid, t)
+                elif kind == ENTER:
+                    self._enter(rid, t)
                 elif kind == TIMEOUT:
                     self._timeout(rid, t)
                 else:
@@ -299,12 +322,8 @@ class _Sim:
         return done / max(self.n_limit or 1, 1)
 
 
-def _engine(e: Any) -> EngineProfile:
-    return e if isinstance(e, EngineProfile) else load_engine(e)
-
-
 def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Workload | str | dict,
-             *, engine: EngineProfile | str | dict | None = "vllm", replicas: int = 1,
+             *, engine: Any = "vllm", replicas: int = 1,
              router: str = "least_loaded", seed: int = 0, requests: int | None = None,
              horizon: float | str | None = None, slo: SLO | dict | None = None,
              step_table: str = "table", timer_cache: dict | None = None,
@@ -318,8 +337,12 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         "hardware": "h100-sxm", "tp": 1}``) or a :class:`Disaggregated` pair of pools.
     workload : Workload | str | dict
         Load, lengths, timeout and SLO (a YAML path or mapping is loaded).
-    engine : EngineProfile | str | dict
-        Scheduler profile (``"vllm"``, ``"sglang"``, ``"trtllm"``, a YAML path, ...).
+    engine : Engine | EngineProfile | str | dict
+        Serving engine, loaded with :meth:`perfmodel.engine.Engine.load` (``"vllm"``, ``"sglang"``,
+        ``"trtllm"`` carry the terms fitted on measured runs; ``"vllm-preset"``... do not; a YAML
+        path, a profile). Its step terms enter every step time (:class:`perfmodel.engine.EngineStep`);
+        its request overhead delays each request between the client and the engine, and the client
+        sees every token ``first_token_steps`` of the request's TPOTs late (both in the TTFT and E2E).
     replicas : int
         Identical replicas behind the router (aggregated serving; a :class:`Disaggregated` pair
         sets its own pool sizes).
@@ -367,12 +390,14 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     R = sim.req
     max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
     max_ctx = max(max_ctx, int(_dist_max(w)))
-    eng = _engine(engine)
+    from ..engine.engine import Engine  # the engine package builds on serving's profiles
+
+    eng = Engine.load(engine)
     if isinstance(step_model, Disaggregated):
         d = step_model
-        pm, dm = resolve_step_model(d.prefill), resolve_step_model(d.decode)
-        pe = _engine(d.prefill_engine) if d.prefill_engine is not None else eng
-        de = _engine(d.decode_engine) if d.decode_engine is not None else eng
+        pe = Engine.load(d.prefill_engine) if d.prefill_engine is not None else eng
+        de = Engine.load(d.decode_engine) if d.decode_engine is not None else eng
+        pm, dm = pe.step(resolve_step_model(d.prefill)), de.step(resolve_step_model(d.decode))
         sim.kv_bytes_prefill = float(pm.kv_bytes_per_token)
         sim.link_bw = to_si(d.link_bandwidth, "bandwidth", "link_bandwidth")
         sim.link_alpha = to_si(d.link_alpha, "time", "link_alpha")
@@ -382,10 +407,14 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         models = {"prefill": pm, "decode": dm}
         engines = {"prefill": pe, "decode": de}
     else:
-        m = resolve_step_model(step_model)
+        m = eng.step(resolve_step_model(step_model))
         pools = [(m, eng, int(replicas), "both")]
         models, engines = {"both": m}, {"both": eng}
-    for model, e, count, role in pools:
+    front = pools[0][1]
+    sim.front_delay = front.request_overhead
+    sim.first_token_steps = front.terms.first_token_steps
+    for model, served, count, role in pools:
+        e = served.profile
         if count < 1:
             raise ConfigError(f"{role}_replicas: must be >= 1, got {count}")
         max_pf = e.max_num_batched_tokens if e.chunked_prefill else max(e.max_num_batched_tokens, max_ctx)

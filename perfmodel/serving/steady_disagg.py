@@ -41,7 +41,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
-from .engine import EngineProfile, load_engine
 from .prefill import prefill_batch_time
 from .protocol import resolve_step_model
 from .steady_state import SteadyState
@@ -51,16 +50,11 @@ from .waves import wave_wait
 _BATCH_ITERATIONS = 6
 
 
-def _engine(e: EngineProfile | str) -> EngineProfile:
-    return e if isinstance(e, EngineProfile) else load_engine(e)
-
-
 def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: ArrayLike, isl: ArrayLike,
                         osl: ArrayLike, *, prefill_replicas: ArrayLike = 1, decode_replicas: ArrayLike = 1,
-                        prefill_engine: EngineProfile | str = "vllm",
-                        decode_engine: EngineProfile | str | None = None, kv_transfer_s: ArrayLike = 0.0,
+                        prefill_engine: Any = "vllm", decode_engine: Any = None, kv_transfer_s: ArrayLike = 0.0,
                         think_time: ArrayLike = 0.0, iterations: int = 60, prefill_schedulers: ArrayLike = 1,
-                        decode_schedulers: ArrayLike = 1, sync_fraction: ArrayLike = 0.0) -> SteadyState:
+                        decode_schedulers: ArrayLike = 1, sync_fraction: ArrayLike | None = None) -> SteadyState:
     """Mean TTFT, TPOT and throughput of a P/D-disaggregated system at closed-loop concurrency C.
 
     Parameters
@@ -73,8 +67,11 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         Prompt and output tokens (fixed).
     prefill_replicas, decode_replicas : array_like
         Replicas P and D per pool (≥ 1).
-    prefill_engine, decode_engine : EngineProfile | str
-        Engines of the pools (the decode pool defaults to the prefill pool's).
+    prefill_engine, decode_engine : Engine | EngineProfile | str
+        Engines of the pools (the decode pool defaults to the prefill pool's), loaded with
+        :meth:`perfmodel.engine.Engine.load`: each pool's step terms enter its step times; the prefill
+        engine's request terms (request overhead as think time, ``first_token_steps`` decode steps)
+        are added to the TTFT.
     kv_transfer_s : array_like
         Time to move one request's KV cache between the pools [s].
     think_time : array_like
@@ -84,9 +81,10 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     prefill_schedulers, decode_schedulers : array_like
         Independent schedulers per replica (attention-DP ranks), each with its engine's token budget
         and sequence limit (see ``steady_state``).
-    sync_fraction : array_like
+    sync_fraction : array_like, optional
         Weight s, 0 to 1, of the synchronised-wave wait (:mod:`perfmodel.serving.waves`) of the C/P
-        clients of one prefill replica: added to the think time and to the TTFT.
+        clients of one prefill replica: added to the think time and to the TTFT (default: the prefill
+        engine's fitted value).
 
     Returns
     -------
@@ -94,9 +92,14 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         Throughputs are the whole system's; ``n_decode`` is per decode replica; ``limited_by`` is
         ``clients``, ``max_num_seqs``, ``kv_cache`` or ``prefill_pool``.
     """
-    pm, dm = resolve_step_model(prefill_model), resolve_step_model(decode_model)
-    pe = _engine(prefill_engine)
-    de = _engine(decode_engine) if decode_engine is not None else pe
+    from ..engine.engine import Engine  # the engine package builds on serving's profiles
+
+    p_engine = Engine.load(prefill_engine)
+    d_engine = Engine.load(decode_engine) if decode_engine is not None else p_engine
+    pm, dm = p_engine.step(resolve_step_model(prefill_model)), d_engine.step(resolve_step_model(decode_model))
+    pe, de = p_engine.profile, d_engine.profile
+    if sync_fraction is None:
+        sync_fraction = p_engine.terms.sync_fraction
     C, Isl, Osl, P, D, Tkv, Z, Sp, Sd, sync = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         concurrency, isl, osl, prefill_replicas, decode_replicas, kv_transfer_s, think_time, prefill_schedulers,
         decode_schedulers, sync_fraction)))
@@ -113,6 +116,9 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     if np.any(sync > 1):
         raise ConfigError(f"sync_fraction: must be within [0, 1], got {float(sync[sync > 1].ravel()[0])!r}")
     Osl = np.maximum(Osl, 2.0)
+    Z = Z + p_engine.request_overhead   # the request's time outside the engines' steps
+    late = p_engine.terms.first_token_steps   # the client sees its tokens this many steps late
+    others = np.maximum(C / D - 1.0, 0.0) / np.maximum(C / D, 1.0)   # other clients of a decode replica
     cbar = Isl + Osl / 2.0
     per_seq_kv = (Isl + Osl) if de.kv_admission == "reserve_full" else cbar
     caps = {"max_num_seqs": float(de.max_num_seqs) * Sd,
@@ -125,7 +131,8 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     x_prefill = P * m_max / prefill_batch_time(pm, pe, Isl, m_max)   # prefill pool capacity [1/s]
 
     def tpot_of(n: np.ndarray) -> np.ndarray:
-        return dm.step_time(n, cbar, 0.0, 0.0) + de.step_overhead + de.seq_overhead * n
+        seen = np.minimum(1.0 + n * others, np.maximum(n_cap, n))   # a decoding sequence's own batch
+        return dm.step_time(seen, cbar, 0.0, 0.0) + de.step_overhead + de.seq_overhead * seen
 
     m = np.ones_like(C)   # prompts per prefill step, refined a few iterations per call (warm start)
 
@@ -149,7 +156,8 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         tpot = tpot_of(n)
         dec = (Osl - 1) * tpot
         x = np.minimum(D * n / dec, x_prefill)
-        return np.minimum.reduce([C / D * dec / (ttft_of(x, 2) + dec + Z), n_cap, x_prefill * dec / D]) - n
+        return np.minimum.reduce([C / D * dec / (ttft_of(x, 2) + dec + Z + late * tpot), n_cap,
+                                  x_prefill * dec / D]) - n
 
     # bisection on g(n) = n: g > 0 near n = 0 and g <= min(C/D, n_cap), so the root is bracketed
     # (damped substitution took hundreds of steps where the loop is short, e.g. OSL = 2)
@@ -161,7 +169,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     n = np.maximum(0.5 * (lo + hi), 1e-6)
     tpot = tpot_of(n)
     X = D * n / ((Osl - 1) * tpot)
-    ttft = np.maximum(ttft_of(X), C / X - (Osl - 1) * tpot - Z) + wave
+    ttft = np.maximum(ttft_of(X), C / X - (Osl - 1) * tpot - Z - late * tpot) + wave + p_engine.ttft_added(tpot)
     names = np.array(["clients", "max_num_seqs", "kv_cache", "prefill_pool"])
     n_at_prefill_cap = x_prefill * (Osl - 1) * tpot / D
     limits = np.stack([caps["max_num_seqs"], np.broadcast_to(caps["kv_cache"], C.shape), n_at_prefill_cap])

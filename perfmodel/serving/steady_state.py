@@ -57,7 +57,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
-from .engine import EngineProfile, load_engine
 from .prefill import prefill_batch_time, prefix_step_time
 from .protocol import resolve_step_model
 from .waves import wave_wait
@@ -93,9 +92,9 @@ class SteadyState:
 
 
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
-                 osl: ArrayLike | None = None, engine: EngineProfile | str = "vllm",
+                 osl: ArrayLike | None = None, engine: Any = "vllm",
                  think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1,
-                 sync_fraction: ArrayLike = 0.0) -> SteadyState:
+                 sync_fraction: ArrayLike | None = None) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -107,20 +106,24 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     isl, osl : array_like | None
         Prompt and output tokens (fixed). A :class:`Workload` with fixed lengths may be passed as
         ``isl`` instead (its think time is used too).
-    engine : EngineProfile | str
-        Scheduler profile (policy, budget, limits, overheads).
+    engine : Engine | EngineProfile | str
+        Serving engine (:class:`perfmodel.engine.Engine`; a name or profile is loaded with
+        :meth:`~perfmodel.engine.Engine.load`, so ``"vllm"`` carries the fitted terms and
+        ``"vllm-preset"`` does not). Its step terms enter every step time, its request overhead is
+        time the client spends outside the engine (think time) and, with ``first_token_steps`` mean
+        decode steps, is added to the TTFT.
     think_time : array_like
-        Client think time Z [s] (broadcast with ``concurrency``).
+        Client think time Z [s] (broadcast with ``concurrency``), besides the engine's request overhead.
     iterations : int
         Fixed-point iterations.
     schedulers : array_like
         Independent schedulers S in the replica (attention-DP ranks), each with the engine's token
         budget and sequence limit: the replica steps S·B tokens and holds S·``max_num_seqs``
         sequences, while one prompt's chunk stays within one rank's budget B.
-    sync_fraction : array_like
-        How synchronised the clients' arrivals are, 0 (spread out, the default) to 1 (every prompt
-        arrives with its wave of C): weight s of the wave wait W of :mod:`perfmodel.serving.waves`,
-        which is added to the think time and to the TTFT.
+    sync_fraction : array_like, optional
+        How synchronised the clients' arrivals are, 0 (spread out) to 1 (every prompt arrives with its
+        wave of C): weight s of the wave wait W of :mod:`perfmodel.serving.waves`, which is added to
+        the think time and to the TTFT. Default: the engine's fitted value (0 for uncalibrated engines).
 
     Returns
     -------
@@ -130,8 +133,13 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         w = isl
         isl, osl = w.isl.value, w.osl.value + w.reasoning_tokens.value  # type: ignore[union-attr]
         think_time = w.arrival.think_time
-    model = resolve_step_model(step_model)
-    eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
+    from ..engine.engine import Engine  # the engine package builds on serving's profiles
+
+    serving_engine = Engine.load(engine)
+    model = serving_engine.step(resolve_step_model(step_model))
+    eng = serving_engine.profile
+    if sync_fraction is None:
+        sync_fraction = serving_engine.terms.sync_fraction
     C, Isl, Osl, Z, S, sync = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         concurrency, isl, osl, think_time, schedulers, sync_fraction)))
     if not np.all(S >= 1):
@@ -141,6 +149,11 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     Osl = np.maximum(Osl, 2.0)
     if not np.all(Z >= 0):
         raise ConfigError(f"think_time: must be >= 0 s, got {think_time!r}")
+    if not np.all(C >= 1):
+        raise ConfigError(f"concurrency: must be >= 1 client, got {concurrency!r}")
+    Z = Z + serving_engine.request_overhead   # the request's time outside the engine's steps
+    # share of the clients that are *other* clients: what a request meets in the engine
+    others = (C - 1.0) / C
     B_rank = float(eng.max_num_batched_tokens)
     B = B_rank * S
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
@@ -159,9 +172,13 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     prefill_first = eng.policy == "prefill_first"
 
     def times(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lam = n / (Osl - 1)                       # prompts arriving per decode step
-        pbar = lam * Isl                          # prompt tokens per decode step
-        t_dec = model.step_time(n, cbar, 0.0, 0.0) + over_step + over_seq * n
+        # what one request meets: the other clients' decodes while it prefills (n_o), a decode
+        # batch that holds itself while it decodes (n_seen, size-biased), the others' prompts
+        n_o = n * others
+        n_seen = np.minimum(1.0 + n_o, np.maximum(n_cap, n))
+        lam = n_o / (Osl - 1)                     # other prompts arriving per decode step
+        pbar = lam * Isl                          # their prompt tokens per decode step
+        t_dec = model.step_time(n_seen, cbar, 0.0, 0.0) + over_step + over_seq * n_seen
         if prefill_first:
             k = np.ceil(Isl / B_rank)
             nu = np.maximum(lam * k, pbar / B)  # prefill-only steps per decode step
@@ -175,52 +192,55 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             service = prefill_batch_time(model, eng, Isl, np.where(k > 1, 1.0, m))
             t_wait = t_dec
         else:
-            b = np.maximum(B - n, 1.0)
+            b = np.maximum(B - n_o, 1.0)
             s = np.minimum(Isl, b / S) if eng.chunked_prefill else Isl
             k = np.ceil(Isl / s)                   # steps per prompt (the last chunk may be partial)
             phi = np.minimum(pbar / s, 1.0)      # fraction of steps carrying prompt work
             chunk = np.where(pbar > s, np.minimum(pbar, b), s)
             prompts = np.maximum(chunk / Isl, 1.0)
             q = np.where(chunk > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - s, 0) / 2)
-            def mixed(p, q, seqs):
-                """A step of the n decodes and p prompt tokens from ``seqs`` prompts, prefix q."""
-                return prefix_step_time(model, n, cbar, p, q) + over_step + over_seq * (n + seqs)
+            def mixed(p, q, seqs, decodes):
+                """A step of ``decodes`` decodes and p prompt tokens from ``seqs`` prompts, prefix q."""
+                return prefix_step_time(model, decodes, cbar, p, q) + over_step + over_seq * (decodes + seqs)
 
-            t_mix = mixed(chunk, q, prompts)
+            t_mix = mixed(chunk, q, prompts, n_seen)
             tpot = phi * t_mix + (1 - phi) * t_dec
             # one-step prompts share their step with the others that arrived in the same step
             # (size-biased: 1 + lam prompts); multi-step prompts take k budget-limited steps
             m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
-            t_one = mixed(m * Isl, -(m - 1) * Isl / 2, m)
+            t_one = mixed(m * Isl, -(m - 1) * Isl / 2, m, n_o)
             # multi-step prompts: k - 1 budget-limited steps (own chunks after (k - 2)s/2 cached
             # tokens on average), then the remainder r after (k - 1)s cached tokens, in a step the
             # other prompts in flight fill up to pbar tokens; prefixes are attention-equivalent
             # (the prompt's own tokens' prefix weighted by their share of the step)
-            t_full = mixed(chunk, np.maximum(k - 2, 0) * s / 2 * s / chunk, prompts)
+            t_full = mixed(chunk, np.maximum(k - 2, 0) * s / 2 * s / chunk, prompts, n_o)
             r = Isl - (k - 1) * s
             last = np.minimum(np.maximum(r, pbar), b)
-            t_last = mixed(last, r * ((k - 1) * s - (last - r)) / last, np.maximum(last / Isl, 1.0))
+            t_last = mixed(last, r * ((k - 1) * s - (last - r)) / last, np.maximum(last / Isl, 1.0), n_o)
             service = np.where(k > 1, (k - 1) * t_full + t_last, t_one)
             t_wait = t_dec
-        # the arrival waits for the step in progress: in a closed loop without think time a whole
-        # (decode) step, since the next step starts at the completion that triggers the arrival;
-        # half a mean step otherwise
-        ttft = service + np.where(Z == 0, t_wait, tpot / 2)
+        # the arrival waits for the step in progress, if the other clients keep the engine busy
+        # (each independently inside it a share n/C of the time): in a closed loop without think
+        # time a whole (decode) step, since the next step starts at the completion that triggers
+        # the arrival; half a mean step otherwise
+        busy = 1.0 - (1.0 - np.minimum(n / C, 1.0)) ** (C - 1.0)
+        ttft = service + busy * np.where(Z == 0, t_wait, tpot / 2)
         return tpot, ttft
 
+    late = serving_engine.terms.first_token_steps   # the client sees its tokens this many steps late
     n = np.minimum(C, n_cap)
     for _ in range(iterations):
         tpot, ttft = times(np.maximum(n, 1e-6))
         dec_time = (Osl - 1) * tpot
-        n_new = np.minimum(C * dec_time / (ttft + dec_time + Z), n_cap)
+        n_new = np.minimum(C * dec_time / (ttft + dec_time + Z + late * tpot), n_cap)
         n = 0.5 * n + 0.5 * n_new
     n = np.maximum(n, 1e-6)
     tpot, ttft_service = times(n)
     X = n / ((Osl - 1) * tpot)
-    ttft = np.maximum(ttft_service, C / X - (Osl - 1) * tpot - Z)
+    ttft = np.maximum(ttft_service, C / X - (Osl - 1) * tpot - Z - late * tpot)
     names = np.array(["clients", *caps])
     which = np.stack([np.full_like(C, np.inf)] + [np.broadcast_to(v, C.shape) for v in caps.values()])
     bound = np.where(n >= 0.999 * n_cap, np.argmin(which[1:], axis=0) + 1, 0)
-    ttft = ttft + wave
+    ttft = ttft + wave + serving_engine.ttft_added(tpot)
     return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, throughput_rps=X,
                        throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])

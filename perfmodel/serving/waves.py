@@ -22,7 +22,7 @@ two regimes: :math:`\\mathrm{TTFT} = \\mathrm{TTFT}_{steady} + s\\,W` (0 = arriv
 :func:`perfmodel.serving.steady_state` and :func:`perfmodel.serving.steady_state_disagg` take s as
 ``sync_fraction``: the wait is time the client spends outside the decode batch, so it enters their
 closed loop as think time and is added to the TTFT. The validation fits s per engine
-(:mod:`perfmodel.validation.engines`); the simulator reproduces waves directly when clients start
+(:mod:`perfmodel.engine.calibration`); the simulator reproduces waves directly when clients start
 together (``Arrival.ramp_up`` = 0).
 """
 

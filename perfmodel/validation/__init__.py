@@ -9,15 +9,15 @@ Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> d
 (physics flags), :mod:`~perfmodel.validation.surrogate` (tabulated step times),
 :mod:`~perfmodel.validation.predict` (closed-loop predictions), :mod:`~perfmodel.serving.waves`
 (synchronised arrival waves), :mod:`~perfmodel.validation.metrics` (errors),
-:mod:`~perfmodel.validation.engines` (engine parameters and profile files), :mod:`~perfmodel.validation.fit`
+:mod:`~perfmodel.engine.calibration` (engine parameters and profile files), :mod:`~perfmodel.validation.fit`
 (fit and cross-validation), :mod:`~perfmodel.validation.calibrate` (calibration end to end),
 :mod:`~perfmodel.validation.published` (published static-batch figures),
 :mod:`~perfmodel.validation.importers` (vLLM / AIPerf / GenAI-Perf results), :mod:`~perfmodel.validation.run`
 (entry points), :mod:`~perfmodel.validation.report` (tables and figures).
 """
 
+from ..engine.calibration import EngineCalibration, load_profile
 from .data import shipped_path
-from .engines import EngineCalibration, load_profile
 from .importers import MeasuredDeployment, import_results
 from .run import ValidationRun, detect_kind, validate_file, validate_serving
 

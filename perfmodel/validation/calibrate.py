@@ -1,10 +1,10 @@
 """Engine calibration end to end: fit, cross-validate, write the profile with its provenance.
 
-:func:`calibrate` fits :mod:`perfmodel.validation.engines` parameters on every non-anomalous row
+:func:`calibrate` fits :mod:`perfmodel.engine.calibration` parameters on every non-anomalous row
 (the shipped profile) and, for the record, cross-validates them (grouped k-fold, leave-one-system-out,
 leave-one-model-out); :func:`calibrate_file` does the same for a user's measurement file and writes a
 profile YAML that ``perfmodel validate --engines PROFILE.yaml`` (or
-:func:`perfmodel.validation.engines.load_profile`) reads back.
+:func:`perfmodel.engine.calibration.load_profile`) reads back.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .engines import EngineCalibration, profile_to_dict, save_profile
+from ..engine.calibration import EngineCalibration, profile_to_dict, save_profile
 from .fit import F_SCALE, K_FOLDS, cross_validate, fit_engines
 from .metrics import add_errors, not_flagged, summarize
 from .predict import ServingProblem

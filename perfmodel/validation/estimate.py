@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from ..core.efficiency import profile_for
+from ..engine.calibration import ENGINE_OF_BACKEND, load_profile
 from ..errors import ConfigError, unknown_name
 from ..hardware import list_hardware
-from .engines import ENGINE_OF_BACKEND, load_profile
 from .models import UnsupportedModel, resolve_model
 from .rows import QUANT_MODE_OF_PRECISION, SYSTEMS, hardware_id
 from .run import serving_problem

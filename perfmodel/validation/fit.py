@@ -1,6 +1,6 @@
 """Fit the engine-level parameters on a training split and cross-validate them.
 
-For each backend b the parameters θ_b (:data:`perfmodel.validation.engines.PARAMETERS`) minimise a
+For each backend b the parameters θ_b (:data:`perfmodel.engine.calibration.PARAMETERS`) minimise a
 robust loss of the log-ratio residuals of both metrics over the training rows of that backend,
 
 .. math:: \\min_{\\theta_b} \\sum_{i \\in \\mathrm{train}_b} \\rho\\!\\left(\\ln\\frac{\\widehat{\\mathrm{TPOT}}_i}
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from .engines import FITTED, PARAMETERS, EngineCalibration, fit_start, presets
+from ..engine.calibration import FITTED, PARAMETERS, EngineCalibration, fit_start, presets
 from .metrics import error_stats, not_flagged, pct_error
 from .predict import ServingProblem
 
@@ -64,9 +64,9 @@ def fit_backend(problem: ServingProblem, backend: str, start: EngineCalibration 
     backend : str
         ``vllm``, ``sglang`` or ``trtllm``.
     start : EngineCalibration, optional
-        Starting point (default: :func:`~perfmodel.validation.engines.fit_start`); parameters not in ``names`` keep its values.
+        Starting point (default: :func:`~perfmodel.engine.calibration.fit_start`); parameters not in ``names`` keep its values.
     names : tuple of str
-        Parameters to fit (default :data:`~perfmodel.validation.engines.FITTED`).
+        Parameters to fit (default :data:`~perfmodel.engine.calibration.FITTED`).
 
     Returns
     -------

@@ -3,7 +3,7 @@
 For an aggregated row, each replica runs ``concurrency`` clients in a closed loop with fixed prompt and
 output lengths; :func:`perfmodel.serving.steady_state` gives the mean TTFT (queueing and prefill
 included) and TPOT (prefill interference included) under the row's engine profile
-(:mod:`perfmodel.validation.engines`). Step times come from one :class:`~perfmodel.core.step.StepModel` per distinct
+(:mod:`perfmodel.engine.calibration`). Step times come from one :class:`~perfmodel.core.step.StepModel` per distinct
 configuration, tabulated per row (:mod:`perfmodel.validation.surrogate`) so that one ``steady_state``
 call covers every row of an engine — which is what makes fitting and cross-validation affordable.
 
@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..engine.calibration import EngineCalibration, presets
+from ..engine.engine import Engine
 from ..errors import PerfmodelError
 from ..serving import EngineProfile, steady_state
-from .engines import EngineCalibration, presets
 from .predict_disagg import NO_KV_REASON, DisaggBatch, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
@@ -172,33 +173,29 @@ class ServingProblem:
         """
         ttft = np.full(len(self.rows), np.nan)
         tpot = np.full(len(self.rows), np.nan)
-        for positions, res, overhead in self._solve(calibrations, backends):
-            ttft[positions] = res.ttft_s + overhead
+        for positions, res in self._solve(calibrations, backends):
+            ttft[positions] = res.ttft_s
             tpot[positions] = res.tpot_s
         return ttft, tpot
 
     def _solve(self, calibrations, backends=None):
-        """Yield (positions, SteadyState, time the TTFT adds outside the steady state [s]) per batch."""
+        """Yield (positions, SteadyState) per batch: the steady state users run, under each backend's
+        engine (its scheduler profile with the given terms; the terms enter the tabulated steps
+        through :meth:`RowTables.adjusted` and the TTFT through the engine's request terms)."""
         calibrations = {**presets(), **dict(calibrations or {})}
+        engines = {b: Engine(c.engine(), c, True, "terms under evaluation") for b, c in calibrations.items()}
         for backend, batches in self.disagg.items():
             if backends is None or backend in backends:
                 for b in batches:
-                    cal = calibrations[backend]
-                    res = b.solve(cal, DISAGG_ITERATIONS)
-                    yield b.positions, res, cal.ttft_added(res.tpot_s)
+                    yield b.positions, b.solve(engines[backend], DISAGG_ITERATIONS)
         for backend, batches in self.batches.items():
             if backends is not None and backend not in backends:
                 continue
-            cal = calibrations[backend]
-            engine = cal.engine()
+            engine = engines[backend]
             for b in batches:
-                tables = b.tables.adjusted(cal.layer_overhead, cal.decode_kernel_scale,
-                                           cal.prefill_kernel_scale, cal.small_m_tactic)
-                res = steady_state(tables, b.concurrency, b.isl, b.osl, engine=engine,
-                                   think_time=cal.request_overhead,
-                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
-                                   sync_fraction=cal.sync_fraction)
-                yield b.positions, res, cal.ttft_added(res.tpot_s)
+                res = steady_state(b.tables.adjusted(engine.terms), b.concurrency, b.isl, b.osl, engine=engine,
+                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers)
+                yield b.positions, res
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
         """:attr:`rows` with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_n_decode`` (mean
@@ -207,8 +204,8 @@ class ServingProblem:
         out = self.rows.copy()
         cols = {"predicted_ttft_s": np.full(len(out), np.nan), "predicted_tpot_s": np.full(len(out), np.nan),
                 "predicted_n_decode": np.full(len(out), np.nan), "limited_by": np.full(len(out), "", dtype=object)}
-        for positions, res, overhead in self._solve(calibrations):
-            cols["predicted_ttft_s"][positions] = res.ttft_s + overhead
+        for positions, res in self._solve(calibrations):
+            cols["predicted_ttft_s"][positions] = res.ttft_s
             cols["predicted_tpot_s"][positions] = res.tpot_s
             cols["predicted_n_decode"][positions] = res.n_decode
             cols["limited_by"][positions] = res.limited_by

@@ -4,7 +4,7 @@ A disaggregated row runs C = ``concurrency`` × D clients (``concurrency`` is pe
 :mod:`perfmodel.validation.rows`) over P prefill and D decode replicas (``p_workers``, ``d_workers``) of
 their own layouts; :func:`perfmodel.serving.steady_state_disagg` gives the closed loop's means. Step
 times come from one tabulated step model per pool (:mod:`perfmodel.validation.surrogate`), adjusted by
-the same engine parameters as aggregated rows (:mod:`perfmodel.validation.engines`): decode-only steps
+the same engine parameters as aggregated rows (:mod:`perfmodel.engine.calibration`): decode-only steps
 in the decode pool, prompt steps in the prefill pool.
 
 KV transfer: one request's cache (the prefill replica's bytes per token × I) leaves the tp × pp devices
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..engine.engine import Engine
 from ..errors import PerfmodelError
 from ..hardware import load_link
 from ..serving import steady_state_disagg
-from .engines import EngineCalibration
 from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
@@ -62,18 +62,14 @@ class DisaggBatch(RowBatch):
     prefill_schedulers: np.ndarray
     decode_schedulers: np.ndarray
 
-    def solve(self, cal: EngineCalibration, iterations: int):
-        """Steady state of the rows under one backend's engine parameters (TTFT without the request
-        overhead, which the caller adds)."""
-        engine = cal.engine()
-        adjust = (cal.layer_overhead, cal.decode_kernel_scale, cal.prefill_kernel_scale, cal.small_m_tactic)
-        prefill, decode = self.prefill.adjusted(*adjust), self.decode.adjusted(*adjust)
+    def solve(self, engine: Engine, iterations: int):
+        """Steady state of the rows under one engine (its fitted terms applied to the tables)."""
+        prefill, decode = self.prefill.adjusted(engine.terms), self.decode.adjusted(engine.terms)
         return steady_state_disagg(prefill, decode, self.clients, self.isl, self.osl,
                                    prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
                                    prefill_engine=engine, kv_transfer_s=self.kv_transfer_s,
-                                   think_time=cal.request_overhead, iterations=iterations,
-                                   prefill_schedulers=self.prefill_schedulers,
-                                   decode_schedulers=self.decode_schedulers, sync_fraction=cal.sync_fraction)
+                                   iterations=iterations, prefill_schedulers=self.prefill_schedulers,
+                                   decode_schedulers=self.decode_schedulers)
 
 
 def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict

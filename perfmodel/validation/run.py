@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ..core.efficiency import check_profile, profile_for
+from ..engine.calibration import load_profile
 from ..errors import ConfigError, PerfmodelError, UnknownNameError
 from .anomalies import flag_anomalies
-from .engines import load_profile
 from .importers import MeasuredDeployment, import_results
 from .metrics import add_errors, error_stats, summarize
 from .models import resolve_model
@@ -133,7 +133,7 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
         Per-op efficiency profile (``calibrated`` or ``datasheet``).
     engines : str | mapping
         Engine calibration profile name or path (``calibrated``; ``preset`` = uncalibrated presets),
-        or a mapping backend -> :class:`~perfmodel.validation.engines.EngineCalibration`.
+        or a mapping backend -> :class:`~perfmodel.engine.calibration.EngineCalibration`.
     include_anomalous : bool
         Count rows flagged anomalous in the error figures.
     """

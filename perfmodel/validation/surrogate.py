@@ -35,10 +35,12 @@ and a decode context equal to c̄ of the row wherever decodes are present; anyth
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import numpy as np
 
-from ..core.ops import StepShape
+from ..engine.calibration import EngineCalibration
+from ..engine.step import device_parts, engine_step_time
 from ..errors import ConfigError
 
 #: Grid points per axis of the (n, p) table and per q axis.
@@ -73,43 +75,42 @@ class RowTables:
     kv_capacity_tokens : float or ndarray
         KV capacity reported to the caller, scalar or one per row (``inf`` when rows are pre-screened so that the
         KV cache never limits them, see :mod:`perfmodel.validation.predict`).
+    terms : EngineCalibration, optional
+        Engine step terms the looked-up times carry (None: the bare step model; see :meth:`adjusted`).
     """
 
     devices = 1
     kv_bytes_per_token = 1.0
 
-    def __init__(self, tables: dict, kv_capacity_tokens: float = np.inf, layer_overhead: float = 0.0,
-                 decode_scale: float = 1.0, prefill_scale: float = 1.0, small_m: float = 0.0) -> None:
+    def __init__(self, tables: dict, kv_capacity_tokens: float = np.inf,
+                 terms: EngineCalibration | None = None) -> None:
         self._t = dict(tables, row=np.arange(len(tables["cbar"])))
         self.kv_capacity_tokens = kv_capacity_tokens
         self.rows = len(tables["cbar"])
-        self.layer_overhead = float(layer_overhead)
-        self.scales = (float(decode_scale), float(prefill_scale))
-        self.small_m = float(small_m)
-        self._extra = self.layer_overhead * tables["layers"] if self.layer_overhead else None
+        self.engine_terms = terms
+        self._extra = None
         self._np = tables["np"]
-        if self.scales != (1.0, 1.0):
-            factor = np.full(tables["np"].shape[-1], self.scales[1] - 1.0)
-            factor[0] = self.scales[0] - 1.0   # p = 0: decode-only steps
-            self._np = self._np + factor * tables["npo"]
-        if self.small_m:
-            self._np = self._np + self.small_m * tables["nps"]
+        if terms is not None:
+            # the one engine step equation (perfmodel.engine.step), applied to the tabulated parts;
+            # the p = 0 column holds the decode-only steps
+            decode_only = np.zeros(tables["np"].shape[-1], dtype=bool)
+            decode_only[0] = True
+            self._np = engine_step_time(tables["np"], tables["npo"], tables["nps"], decode_only,
+                                        replace(terms, layer_overhead=0.0))
+            if terms.layer_overhead:
+                self._extra = terms.layer_overhead * tables["layers"]
 
     def subset(self, index: np.ndarray, kv_capacity_tokens: float = np.inf) -> RowTables:
         """Tables of the rows ``index`` (positions), with a given scalar KV capacity."""
-        return RowTables(select(self._t, index), kv_capacity_tokens, self.layer_overhead, *self.scales,
-                         self.small_m)
+        return RowTables(select(self._t, index), kv_capacity_tokens, self.engine_terms)
 
-    def adjusted(self, layer_overhead: float = 0.0, decode_scale: float = 1.0,
-                 prefill_scale: float = 1.0, small_m: float = 0.0) -> RowTables:
-        """Copy with engine adjustments: ``layer_overhead`` [s] more per layer in every step that does
-        work, the step model's per-kernel fixed times scaled by ``decode_scale`` in decode-only
-        steps and by ``prefill_scale`` in steps that carry prompt tokens, and a share ``small_m`` of
-        the small-M variant's difference added (see module docstring)."""
-        if not 0.0 <= small_m <= 1.0:
-            raise ConfigError(f"small_m: must be within [0, 1], got {small_m}")
-        return RowTables(select(self._t, slice(None)), self.kv_capacity_tokens, layer_overhead,
-                         decode_scale, prefill_scale, small_m)
+    def adjusted(self, terms: EngineCalibration) -> RowTables:
+        """Copy carrying an engine's fitted step terms (:func:`perfmodel.engine.step.engine_step_time`:
+        per-kernel fixed times scaled in decode-only and prompt-carrying steps, a share of the small-M
+        variant's difference, a per-layer overhead in steps that do work)."""
+        if not 0.0 <= terms.small_m_tactic <= 1.0:
+            raise ConfigError(f"small_m_tactic: must be within [0, 1], got {terms.small_m_tactic}")
+        return RowTables(select(self._t, slice(None)), self.kv_capacity_tokens, terms)
 
     def step_time(self, n_decode, mean_context, prefill_tokens, prefill_past=0.0) -> np.ndarray:
         """Interpolated device time of one step of each row [s] (see module docstring)."""
@@ -171,26 +172,15 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
     n3, p3 = np.broadcast_arrays(ng[:, :, None], pg[:, None, :])
     c3 = np.broadcast_to(cbar[:, None, None], n3.shape)
     zero = np.zeros(n3.shape)
-    table, kernels = _times(step_model, n3, c3, p3, zero)
-    variant = np.zeros_like(table) if small_m_model is None else _times(small_m_model, n3, c3, p3, zero)[0] - table
+    table, kernels = device_parts(step_model, n3, c3, p3, zero)
+    variant = np.zeros_like(table) if small_m_model is None else device_parts(small_m_model, n3, c3, p3, zero)[0] - table
     p2, q2 = np.broadcast_arrays(pg[:, :, None], qg[:, None, :])
     z2 = np.zeros(p2.shape)
-    with_q, _ = _times(step_model, z2, z2, p2, q2)
+    with_q, _ = device_parts(step_model, z2, z2, p2, q2)
     dq = with_q - with_q[:, :, :1]
     return {"cbar": cbar, "hn": np.log1p(n_max) / (N_POINTS - 1), "hp": np.log1p(p_max) / (P_POINTS - 1),
             "hq": p_max / (Q_POINTS - 1), "np": table, "npo": kernels, "nps": variant, "dq": dq,
             "layers": np.full(len(isl), float(layers))}
-
-
-def _times(step_model, n, c, p, q) -> tuple[np.ndarray, np.ndarray]:
-    """Step time and its per-kernel fixed part [s] (the part is 0 for models without a breakdown)."""
-    if hasattr(step_model, "breakdown"):
-        parts = step_model.breakdown(StepShape.make(n, c, (p > 0).astype(float), p, q))
-        total = np.broadcast_to(np.asarray(parts.total, dtype=float), n.shape)
-        kernels = sum(np.broadcast_to(np.asarray(v, dtype=float), n.shape) for v in parts.overhead.values())
-        return np.array(total), np.array(kernels) + 0.0 * total
-    total = np.asarray(step_model.step_time(n, c, p, q), dtype=float).reshape(n.shape)
-    return total, np.zeros_like(total)
 
 
 def concat_tables(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -1,0 +1,166 @@
+"""One serving engine: scheduler knobs plus the terms fitted on measured runs, with their provenance.
+
+An :class:`Engine` is what every serving path takes (``engine=``): its :attr:`Engine.profile` holds the
+scheduler knobs (token budget, sequence limit, policy, chunking, KV admission; each with a source) and
+its :attr:`Engine.terms` the fitted step- and request-level terms (:mod:`perfmodel.engine.calibration`):
+
+- step terms enter every step time through :class:`perfmodel.engine.step.EngineStep`;
+- request terms enter every TTFT through :meth:`Engine.ttft_added`: the request's time outside the
+  engine's steps, ``request_overhead`` (front end, tokeniser, routing) plus ``first_token_steps``
+  decode steps before the first token reaches the client, :math:`\\Delta_{TTFT} = t_{req} + k_1\\,\\mathrm{TPOT}`.
+
+Names: ``vllm``, ``sglang``, ``trtllm`` (and ``vllm-2k``) are the shipped profiles *with* the fitted
+terms of their backend; ``vllm-preset``, ``sglang-preset``, ``trtllm-preset`` are the same scheduler
+knobs with the uncalibrated preset overheads and no fitted terms (only when asked for by name). A YAML
+profile of the user gets the fitted terms of its ``backend`` field, none without one. Every result says
+which it used (:meth:`Engine.describe`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, unknown_name
+from ..serving.engine import EngineProfile, list_engines, load_engine
+from .calibration import EngineCalibration, load_profile
+from .step import EngineStep
+
+#: Suffix of the uncalibrated variants of the shipped profiles.
+PRESET_SUFFIX = "-preset"
+#: The shipped engine calibration profile.
+DEFAULT_CALIBRATION = "calibrated"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine: scheduler profile, fitted terms and where they came from.
+
+    Attributes
+    ----------
+    profile : EngineProfile
+        Scheduler knobs and host overheads per step / per sequence [s].
+    terms : EngineCalibration
+        Fitted step and request terms (for an uncalibrated engine: the neutral values).
+    calibrated : bool
+        Whether :attr:`terms` were fitted on measurements.
+    source : str
+        Where the terms came from (profile file, fit date, data hash, cross-validated error), or why
+        there are none.
+    """
+
+    profile: EngineProfile
+    terms: EngineCalibration
+    calibrated: bool
+    source: str
+
+    @property
+    def name(self) -> str:
+        """Profile name, with ``-preset`` for uncalibrated variants of the shipped profiles."""
+        return self.profile.name if self.calibrated or self.profile.backend is None else \
+            f"{self.profile.name}{PRESET_SUFFIX}"
+
+    @property
+    def label(self) -> str:
+        """One line saying which engine and which terms a result used."""
+        return f"{self.name} ({'fitted terms: ' if self.calibrated else ''}{self.source})"
+
+    # -- loading -------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, name: str | Path | EngineProfile | Engine | dict | None = "vllm",
+             calibration: str = DEFAULT_CALIBRATION, **overrides: Any) -> Engine:
+        """An engine by name, YAML path, profile or mapping, with scheduler overrides.
+
+        Parameters
+        ----------
+        name : str | Path | EngineProfile | Engine | dict | None
+            ``vllm`` (default), ``sglang``, ``trtllm``, ``vllm-2k``, an uncalibrated ``<name>-preset``,
+            a profile YAML path, a profile or its fields.
+        calibration : str
+            Engine calibration profile for the fitted terms: ``calibrated`` (shipped) or a YAML path
+            written by ``perfmodel.validation.calibrate``.
+        **overrides
+            Scheduler fields to change, e.g. ``max_num_batched_tokens=2048``.
+
+        Raises
+        ------
+        UnknownNameError, SpecError, ConfigError
+            Unknown name (closest ones suggested), invalid file or field.
+        """
+        if isinstance(name, Engine):
+            return name if not overrides else replace(name, profile=name.profile.replace(**overrides))
+        text = None if isinstance(name, (EngineProfile, dict)) or name is None else str(name)
+        if text is not None and text.lower().endswith(PRESET_SUFFIX):
+            base = text[: -len(PRESET_SUFFIX)]
+            try:
+                profile = load_engine(base, **overrides)
+            except Exception:
+                raise unknown_name("engine", text, engine_names()) from None
+            backend = profile.backend
+            if backend is None:
+                raise ConfigError(f"engine: {text!r}: profile {base!r} has no backend, so it has no fitted "
+                                  "terms to leave out; use its plain name")
+            return cls(profile, replace(EngineCalibration.preset(backend), request_overhead=0.0), False,
+                       "uncalibrated preset: host overheads assumed, no fitted terms")
+        try:
+            profile = load_engine(name, **overrides)
+        except Exception as exc:
+            if text is not None and not text.endswith((".yaml", ".yml")) and "/" not in text:
+                raise unknown_name("engine", text, engine_names()) from None
+            raise exc
+        if profile.backend is None:
+            return cls(profile, EngineCalibration(profile.name, profile.step_overhead, profile.seq_overhead,
+                                                  request_overhead=0.0), False,
+                       "no fitted terms: the profile names no backend")
+        fitted = load_profile(calibration)[profile.backend]
+        if not fitted.fit:
+            return cls(profile, fitted, False, f"calibration {calibration!r} has no fit for {profile.backend}")
+        profile = profile.replace(step_overhead=fitted.step_overhead, seq_overhead=fitted.seq_overhead)
+        return cls(profile, fitted, True, _provenance(calibration, fitted))
+
+    # -- what the serving paths use ------------------------------------------------------------
+    def step(self, step_model: Any) -> Any:
+        """The engine-aware step model of ``step_model`` (unchanged if it already carries terms)."""
+        if getattr(step_model, "engine_terms", None) is not None:
+            return step_model
+        return EngineStep(step_model, self.terms, _small_m_model(step_model) if self.terms.small_m_tactic else None)
+
+    def ttft_added(self, tpot):
+        """Time a client's TTFT adds to the engine's [s]: ``request_overhead + first_token_steps · TPOT``."""
+        return self.terms.ttft_added(tpot)
+
+    @property
+    def request_overhead(self) -> float:
+        """Time a request spends outside the engine's steps before its prefill can start [s]."""
+        return self.terms.request_overhead
+
+    def describe(self) -> dict[str, Any]:
+        """Everything a result should say about its engine (for JSON output and tables)."""
+        return {"engine": self.name, "calibrated": self.calibrated, "source": self.source,
+                "terms": {k: v for k, v in self.terms.values().items()},
+                "scheduler": {r["field"]: r["value"] for r in self.profile.defaults_table()}}
+
+
+def engine_names() -> list[str]:
+    """Names :meth:`Engine.load` accepts besides paths: the shipped profiles and their ``-preset`` forms."""
+    names = list_engines()
+    return names + [f"{n}{PRESET_SUFFIX}" for n in names]
+
+
+def _small_m_model(step_model: Any) -> Any:
+    """The step model's small-M variant (:func:`perfmodel.core.efficiency.small_m_variant`), or None."""
+    from ..core.efficiency import small_m_variant
+
+    with_eff = getattr(step_model, "with_efficiency", None)
+    if with_eff is None:
+        return None
+    eff = small_m_variant(step_model.efficiency, step_model.precision.matmul_format)
+    return None if eff is None else with_eff(eff)
+
+
+def _provenance(calibration: str, terms: EngineCalibration) -> str:
+    path = calibration if str(calibration).endswith((".yaml", ".yml")) else \
+        f"perfmodel/data/engines_fit/{calibration}.yaml"
+    rows = (terms.fit or {}).get("rows")
+    return f"{path}{f', fitted on {rows} measured runs' if rows else ''}; error in docs/validation.md"

@@ -1,0 +1,125 @@
+r"""The engine-aware step time: a step model's device time with an engine's fitted step terms.
+
+Every serving path — :func:`perfmodel.predict` with ``engine=``, the simulator, the steady state,
+``max_load``, ``plan``, ``estimate`` and ``validate`` — times a forward step through
+:func:`engine_step_time`, the one place where the fitted step terms (:mod:`perfmodel.engine.calibration`)
+enter:
+
+.. math:: T = T_{dev} + (g - 1)\,T_{k} + s\,\Delta_{s} + t_{layer}\,L\,[\text{work}]
+
+with :math:`T_{dev}` the step model's device time [s], :math:`T_k` its per-kernel fixed times [s]
+(the ``overhead`` parts of :class:`perfmodel.core.step.StepBreakdown`, measured one kernel at a time),
+:math:`g` = ``decode_kernel_scale`` for decode-only steps (replayed as CUDA graphs by the engines) and
+``prefill_kernel_scale`` for steps that carry prompt tokens (launched eagerly), :math:`s` =
+``small_m_tactic`` and :math:`\Delta_s` the step time of the profile's small-M variant minus
+:math:`T_{dev}` (:func:`perfmodel.core.efficiency.small_m_variant`; 0 without one), and a per-layer
+overhead :math:`t_{layer}` [s] over the model's L layers in steps that do any work (held at 0 by the
+shipped fit). Host overheads per step and per sequence stay with the scheduler profile
+(:class:`perfmodel.serving.EngineProfile`), which the simulator and the steady state add.
+
+:class:`EngineStep` applies it to a step model call by call; the validation harness applies the same
+function to tabulated parts (:meth:`perfmodel.validation.surrogate.RowTables.adjusted`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.ops import StepShape
+from .calibration import EngineCalibration
+
+
+def engine_step_time(device, kernels, small_m_delta, decode_only, terms: EngineCalibration, layers=0.0,
+                     works=True) -> np.ndarray:
+    """Step time with the engine's fitted step terms [s] (see the module docstring).
+
+    Parameters
+    ----------
+    device : array_like
+        Step model device time :math:`T_{dev}` [s].
+    kernels : array_like
+        Its per-kernel fixed part :math:`T_k` [s].
+    small_m_delta : array_like
+        Small-M variant minus :math:`T_{dev}` [s] (0 where the profile has no variant).
+    decode_only : array_like of bool
+        Steps without prompt tokens (they take ``decode_kernel_scale``).
+    terms : EngineCalibration
+        The engine's fitted terms.
+    layers : float
+        Layers of the model (for ``layer_overhead``).
+    works : array_like of bool
+        Steps that do any work (the per-layer overhead applies to them only).
+    """
+    g = np.where(decode_only, terms.decode_kernel_scale, terms.prefill_kernel_scale)
+    t = np.asarray(device, float) + (g - 1.0) * np.asarray(kernels, float)
+    if terms.small_m_tactic:
+        t = t + terms.small_m_tactic * np.asarray(small_m_delta, float)
+    if terms.layer_overhead:
+        t = t + np.where(works, terms.layer_overhead * layers, 0.0)
+    return t
+
+
+def device_parts(step_model, n, c, p, q) -> tuple[np.ndarray, np.ndarray]:
+    """Device time of a step and its per-kernel fixed part [s], arrays shaped like the inputs.
+
+    Models without a :meth:`breakdown` (closed-form stand-ins) report no per-kernel part.
+    """
+    n, c, p, q = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (n, c, p, q)))
+    if hasattr(step_model, "breakdown"):
+        parts = step_model.breakdown(StepShape.make(n, c, (p > 0).astype(float), p, q))
+        total = np.broadcast_to(np.asarray(parts.total, dtype=float), n.shape)
+        kernels = sum(np.broadcast_to(np.asarray(v, dtype=float), n.shape) for v in parts.overhead.values())
+        return np.array(total), np.array(kernels) + 0.0 * total
+    total = np.asarray(step_model.step_time(n, c, p, q), dtype=float).reshape(n.shape)
+    return total, np.zeros_like(total)
+
+
+class EngineStep:
+    """A step model as a serving engine runs it (see the module docstring).
+
+    It is itself a step model (:class:`perfmodel.serving.StepModelLike`); attributes it does not define
+    (``model``, ``parallel``, ``hardware``, ``precision``...) are those of the wrapped device model.
+
+    Parameters
+    ----------
+    device_model : StepModelLike
+        The bare kernel model (usually a :class:`perfmodel.core.step.StepModel`).
+    terms : EngineCalibration
+        The engine's fitted step terms.
+    small_m_model : StepModelLike, optional
+        The device model's small-M variant (None: no variant, :math:`\\Delta_s = 0`).
+    """
+
+    #: Marks a model that already carries engine step terms (they are never applied twice).
+    engine_terms: EngineCalibration
+
+    def __init__(self, device_model: Any, terms: EngineCalibration, small_m_model: Any = None) -> None:
+        self.device_model = device_model
+        self.engine_terms = terms
+        self.small_m_model = small_m_model if terms.small_m_tactic else None
+        self.devices = device_model.devices
+        self.kv_bytes_per_token = device_model.kv_bytes_per_token
+        self.kv_capacity_tokens = device_model.kv_capacity_tokens
+        model = getattr(device_model, "model", None)
+        self.layers = float(getattr(model, "num_layers", 0) or 0)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("device_model", "engine_terms", "small_m_model"):
+            raise AttributeError(name)
+        return getattr(self.device_model, name)
+
+    def step_time(self, n_decode=0.0, mean_context=0.0, prefill_tokens=0.0, prefill_past=0.0) -> np.ndarray:
+        """Engine-aware time of one forward step [s] (arguments as ``StepModel.step_time``)."""
+        n, c, p, q = np.broadcast_arrays(*(np.asarray(x, dtype=float)
+                                           for x in (n_decode, mean_context, prefill_tokens, prefill_past)))
+        device, kernels = device_parts(self.device_model, n, c, p, q)
+        delta = 0.0
+        if self.small_m_model is not None:
+            delta = np.asarray(self.small_m_model.step_time(n, c, p, q), dtype=float) - device
+        return engine_step_time(device, kernels, delta, p <= 0, self.engine_terms, self.layers,
+                                (n > 0) | (p > 0))
+
+    def __repr__(self) -> str:
+        return f"EngineStep({self.device_model!r}, {self.engine_terms.backend})"
