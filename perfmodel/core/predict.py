@@ -237,7 +237,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
             moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str = "bf16",
             activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
             reserve: float = 0.10, expert_imbalance: float = 1.0, kv_host_fraction: float = 0.0,
-            kv_host_overlap: float = 0.0, step_model: StepModel | None = None) -> Prediction:
+            kv_host_overlap: float = 0.0, step_model: StepModel | None = None, engine=None) -> Prediction:
     """Predict TTFT, TPOT, E2E and throughputs of a static batch on one replica.
 
     Parameters
@@ -262,6 +262,12 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         Share of the KV cache held in host memory, and share of its per-step transfer hidden.
     step_model : StepModel, optional
         Reuse a bound model (the other model/hardware arguments are then ignored).
+    engine : Engine | str, optional
+        Serving engine (``"vllm"``, ``"sglang"``, ``"trtllm"`` with their fitted terms, ``"<name>-preset"``
+        without; :class:`perfmodel.engine.Engine`): TTFT and TPOT then come from the engine-aware step
+        and include the engine's request terms (:mod:`perfmodel.engine.static`), the numbers the
+        serving paths give for one request. None (default) is the bare kernel model, labelled
+        ``engine: none`` in ``config``. The breakdown is the bare kernel model's either way.
 
     Returns
     -------
@@ -279,6 +285,13 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     b, i, o = (np.array(x) for x in np.broadcast_arrays(b, i, o))
 
     ttft, tpot, pre_bound, dec_bound, stacked_parts = _phase_times_chunked(sm, b, i, o)
+    served = None
+    if engine is not None:
+        from ..engine.engine import Engine
+        from ..engine.static import static_batch_times
+
+        served = Engine.load(engine)
+        ttft, tpot = static_batch_times(served, sm, b, i, o)
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
@@ -291,7 +304,10 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         "basis": "analytic-datasheet" if eff.name == "datasheet" else "analytic-calibrated",
         "tp": par.tp, "pp": par.pp, "ep": par.ep, "dp_attention": par.dp_attention,
         "reserve_fraction": sm.reserve, "link": sm.link_id, "kv_host_fraction": sm.kv_host_fraction,
+        "engine": "none (bare kernel model)" if served is None else served.label,
     }
+    if served is not None:
+        config["basis"] += "+engine-fitted" if served.calibrated else "+engine-preset"
     out_tps = b * o / e2e
     return Prediction(
         batch=b, isl=i, osl=o, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
