@@ -45,9 +45,9 @@ def test_simulate_closed_loop_replicas_engine_and_table(capsys):
     assert main(["simulate", *BASE, "--concurrency", "4", "--requests", "50"]) == 0
     text = capsys.readouterr().out
     assert "ttft_p95_s" in text and "engine vllm" in text
-    # results on engine presets say what they leave out and where the validated estimate is
-    assert "note: engine preset" in text and "perfmodel estimate" in text
-    assert "perfmodel estimate" in out["note"]
+    # every serving result says which engine it used and where the fitted terms come from
+    assert "note: engine vllm (fitted terms: " in text and "docs/validation.md" in text
+    assert out["note"].startswith("engine sglang (fitted terms") and out["engine"]["calibrated"]
 
 
 def test_simulate_with_workload_file_and_overrides(capsys):

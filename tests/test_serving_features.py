@@ -164,7 +164,7 @@ def test_result_api():
                 "e2e_p95_s", "itl_p99_s"):
         assert key in s
     assert "ttft_p95_s" in repr(res) and "<table>" in res._repr_html_()
-    assert res.meta["engine"]["both"]["engine"] == "vllm" and res.meta["engine"]["both"]["calibrated"]
+    assert res.meta["engine"]["both"]["name"] == "vllm" and res.meta["engine"]["both"]["calibrated"]
 
 
 def test_step_model_kwargs_are_resolved_or_rejected_clearly():

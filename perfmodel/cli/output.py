@@ -63,11 +63,11 @@ def add_format_arg(parser: Any) -> None:
                         help="output format (default: table)")
 
 
-def preset_note() -> str:
-    """What results computed on an engine preset leave out (:data:`perfmodel.serving.engine.PRESET_NOTE`)."""
-    from ..serving.engine import PRESET_NOTE  # imported here: keeps `perfmodel --help` light
+def engine_note(engine) -> str:
+    """Which engine a serving result used and where its fitted terms came from (one line)."""
+    from ..engine.engine import Engine  # imported here: keeps `perfmodel --help` light
 
-    return PRESET_NOTE
+    return f"engine {Engine.load(engine).label}"
 
 
 def checkpoint_note(model: str | None, weights: str | None) -> str | None:

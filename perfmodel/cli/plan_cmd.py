@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .output import add_format_arg, checkpoint_note, format_table, preset_note, print_json, print_notes
+from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
 
 
 def _csv(text: str) -> list[str]:
@@ -99,7 +99,7 @@ def run(args) -> int:
                   idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas)
     if args.format == "json":
-        print_json({**result.as_dict(), "note": preset_note()})
+        print_json({**result.as_dict(), "note": engine_note(args.engine)})
         return 0
     i = result.inputs
     print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
@@ -111,7 +111,7 @@ def run(args) -> int:
     if result.rejected:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
-    print(f"note: {preset_note()}")
+    print(f"note: {engine_note(args.engine)}")
     return 0
 
 

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
-from .output import add_format_arg, checkpoint_note, format_table, preset_note, print_json, print_notes
+from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -32,7 +32,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                                         "--model/--hardware")
     g = p.add_argument_group("engine and replicas")
     g.add_argument("--engine", default="vllm",
-                   help="engine profile: vllm (default), vllm-2k, sglang, trtllm or a YAML path")
+                   help="serving engine: vllm (default), vllm-2k, sglang, trtllm (with the terms fitted on measured runs), "
+                        "vllm-preset, sglang-preset, trtllm-preset (uncalibrated) or a profile YAML path")
     g.add_argument("--engine-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
     g.add_argument("--replicas", type=int, default=None, help="replicas behind the router (default 1)")
@@ -88,15 +89,15 @@ def register(sub) -> None:
 
 
 def _engine(args):
-    from ..serving import load_engine
-
     overrides: dict[str, Any] = {}
     for item in args.engine_set:
         if "=" not in item:
             raise ConfigError(f"--engine-set: expected FIELD=VALUE, got {item!r}")
         key, value = (s.strip() for s in item.split("=", 1))
         overrides[key.replace("-", "_")] = _scalar(value)
-    return load_engine(args.engine, **overrides)
+    from ..engine.engine import Engine
+
+    return Engine.load(args.engine, **overrides)
 
 
 def _scalar(text: str) -> Any:
@@ -220,22 +221,24 @@ def run_simulate(args) -> int:
         done()
     s = res.summary(warmup=args.warmup)
     out = {**s, "workload": w.model_dump(mode="json", exclude={"description"}),
-           "engine": {**eng.model_dump(), "defaults": eng.defaults_table()},
+           "engine": eng.describe(),
            "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,
-           "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"], "note": preset_note()}
+           "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng)}
     if args.format == "json":
         print_json(out)
         return 0
     print(res._title())
-    print(f"engine {eng.name}: policy={eng.policy}, chunked_prefill={eng.chunked_prefill}, "
-          f"max_num_batched_tokens={eng.max_num_batched_tokens}, max_num_seqs={eng.max_num_seqs}, "
-          f"step_overhead={eng.step_overhead:g} s, seq_overhead={eng.seq_overhead:g} s")
+    prof = eng.profile
+    print(f"engine {eng.name}: policy={prof.policy}, chunked_prefill={prof.chunked_prefill}, "
+          f"max_num_batched_tokens={prof.max_num_batched_tokens}, max_num_seqs={prof.max_num_seqs}, "
+          f"step_overhead={prof.step_overhead:g} s, seq_overhead={prof.seq_overhead:g} s, "
+          f"request_overhead={eng.request_overhead:g} s, first_token_steps={eng.terms.first_token_steps:.2g}")
     keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
             "throughput_output_tokens_per_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
             "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
             "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
     print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
-    print(f"note: {preset_note()}")
+    print(f"note: {engine_note(eng)}")
     return 0
 
 
@@ -251,9 +254,9 @@ def run_max_load(args) -> int:
     found = max_load(model, w, target=args.target, mode=mode, engine=eng, replicas=replicas,
                      router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
                      max_simulations=args.max_simulations, warmup=args.warmup)
-    out = {**found.as_dict(), "engine": {**eng.model_dump(), "defaults": eng.defaults_table()},
+    out = {**found.as_dict(), "engine": eng.describe(),
            "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
-           "note": preset_note()}
+           "note": engine_note(eng)}
     if args.format == "json":
         print_json(out)
         return 0
@@ -263,5 +266,5 @@ def run_max_load(args) -> int:
     cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
             "tpot_p95_s", "cancelled"]
     print(format_table(found.curve, cols))
-    print(f"note: {preset_note()}")
+    print(f"note: {engine_note(eng)}")
     return 0

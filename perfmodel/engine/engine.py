@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, unknown_name
+from ..errors import ConfigError, UnknownNameError, unknown_name
 from ..serving.engine import EngineProfile, list_engines, load_engine
 from .calibration import EngineCalibration, load_profile
 from .step import EngineStep
@@ -95,7 +95,7 @@ class Engine:
             base = text[: -len(PRESET_SUFFIX)]
             try:
                 profile = load_engine(base, **overrides)
-            except Exception:
+            except UnknownNameError:
                 raise unknown_name("engine", text, engine_names()) from None
             backend = profile.backend
             if backend is None:
@@ -105,10 +105,8 @@ class Engine:
                        "uncalibrated preset: host overheads assumed, no fitted terms")
         try:
             profile = load_engine(name, **overrides)
-        except Exception as exc:
-            if text is not None and not text.endswith((".yaml", ".yml")) and "/" not in text:
-                raise unknown_name("engine", text, engine_names()) from None
-            raise exc
+        except UnknownNameError:
+            raise unknown_name("engine", text, engine_names()) from None
         if profile.backend is None:
             return cls(profile, EngineCalibration(profile.name, profile.step_overhead, profile.seq_overhead,
                                                   request_overhead=0.0), False,
@@ -137,9 +135,8 @@ class Engine:
 
     def describe(self) -> dict[str, Any]:
         """Everything a result should say about its engine (for JSON output and tables)."""
-        return {"engine": self.name, "calibrated": self.calibrated, "source": self.source,
-                "terms": {k: v for k, v in self.terms.values().items()},
-                "scheduler": {r["field"]: r["value"] for r in self.profile.defaults_table()}}
+        return {**self.profile.model_dump(), "name": self.name, "calibrated": self.calibrated,
+                "source": self.source, "terms": self.terms.values(), "defaults": self.profile.defaults_table()}
 
 
 def engine_names() -> list[str]:

@@ -226,7 +226,7 @@ class SimulationResult:
         return rows
 
     def _title(self) -> str:
-        eng = "/".join(sorted({e["engine"] for e in self.meta.get("engine", {}).values()}))
+        eng = "/".join(sorted({e["name"] for e in self.meta.get("engine", {}).values()}))
         name = self.workload.name if self.workload is not None else "workload"
         return (f"SimulationResult({name}, engine={eng}, replicas={self.meta.get('replicas')}, "
                 f"seed={self.meta.get('seed')})")

@@ -15,7 +15,6 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._spec import validate
-from .engine import EngineProfile, load_engine
 from .protocol import resolve_step_model
 from .simulator import Disaggregated, simulate
 from .steady_state import steady_state
@@ -65,13 +64,13 @@ class LoadSearch:
                 "simulations": self.simulations, "curve": self.curve}
 
 
-def _first_guess(model: Any, w: Workload, eng: EngineProfile, replicas: int, mode: str) -> float:
+def _first_guess(model: Any, w: Workload, eng: Any, replicas: int, mode: str) -> float:
     """Load where the steady state of each replica is half-way to its concurrency limit."""
     try:
         isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean  # type: ignore[union-attr]
         if isinstance(model, Disaggregated):
             model = model.decode
-        c = max(1.0, min(64.0, eng.max_num_seqs / 4))
+        c = max(1.0, min(64.0, eng.profile.max_num_seqs / 4))
         ss = steady_state(model, c, isl, osl, engine=eng)
         if mode == "concurrency":
             return float(c * replicas)
@@ -82,7 +81,7 @@ def _first_guess(model: Any, w: Workload, eng: EngineProfile, replicas: int, mod
 
 def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict | None = None, *,
              target: float | None = None, mode: str | None = None,
-             engine: EngineProfile | str | None = "vllm", replicas: int = 1,
+             engine: Any = "vllm", replicas: int = 1,
              router: str = "least_loaded", seed: int = 0, requests: int | None = None,
              horizon: float | None = None, start: float | None = None, rel_tol: float = 0.02,
              max_simulations: int = 30, warmup: float = 0.0, step_table: str = "table") -> LoadSearch:
@@ -123,7 +122,9 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
     mode = mode or ("concurrency" if w.is_closed_loop else "rate")
     if mode not in ("rate", "concurrency"):
         raise ConfigError(f"mode: expected 'rate' or 'concurrency', got {mode!r}")
-    eng = engine if isinstance(engine, EngineProfile) else load_engine(engine)
+    from ..engine.engine import Engine  # the engine package builds on serving's profiles
+
+    eng = Engine.load(engine)
     model = step_model if isinstance(step_model, Disaggregated) else resolve_step_model(step_model)
     cache: dict[float, dict[str, Any]] = {}
     timers: dict = {}
