@@ -154,12 +154,14 @@ def acceptance_profiles() -> dict[str, AcceptanceProfile]:
         try:
             lengths = tuple(sorted((int(r["k"]), float(r["accepted_length"])) for r in group))
         except ValueError as exc:
-            raise SpecError(f"acceptance.csv {pid!r}: k and accepted_length must be numbers ({exc})") from None
+            raise SpecError(f"acceptance.csv {pid!r}: k and accepted_length must be numbers ({exc})") \
+                from None
         out[pid] = AcceptanceProfile(pid, head["method"], head["default"] == "yes", lengths, head["target"],
                                      head["dataset"], head["source"], head["note"])
         for k, e in lengths:
             if not 1.0 <= e <= k + 1:
-                raise SpecError(f"acceptance.csv {pid!r}: accepted length {e} at k={k} not within [1, {k + 1}]")
+                raise SpecError(f"acceptance.csv {pid!r}: accepted length {e} at k={k} "
+                                f"not within [1, {k + 1}]")
     for method in METHODS:
         defaults = [p.id for p in out.values() if p.method == method and p.default]
         if len(defaults) > 1:
@@ -211,8 +213,8 @@ class SpecDecode:
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise ConfigError(f"spec_decode k: draft tokens per step must be an integer >= 1, got {self.k!r}")
         if (self.method == "draft") != (self.draft_model is not None):
-            raise ConfigError("spec_decode draft_model: required for method 'draft' (e.g. draft:llama-3.2-1b,k=4)"
-                              if self.method == "draft" else
+            raise ConfigError("spec_decode draft_model: required for method 'draft' "
+                              "(e.g. draft:llama-3.2-1b,k=4)" if self.method == "draft" else
                               f"spec_decode draft_model: only method 'draft' takes a draft model, got "
                               f"{self.draft_model!r} with method {self.method!r}")
         rates, source = self._resolve()

@@ -83,8 +83,8 @@ def one_layer_spec(model: ModelSpec, kind: str, vocab: int | None = None) -> Mod
     """``model`` reduced to one decoder layer: ``kind`` ``"mtp"`` keeps its last layer's FFN kind,
     ``"eagle"`` uses a dense FFN (the target's dense intermediate size)."""
     ffn = model.groups[-1].ffn if kind == "mtp" else "dense"
-    return replace(model, id=f"{model.id}-{kind}-layer", num_layers=1, layer_groups=(LayerGroup(1, ffn, None),),
-                   vocab_size=vocab or model.vocab_size)
+    return replace(model, id=f"{model.id}-{kind}-layer", num_layers=1,
+                   layer_groups=(LayerGroup(1, ffn, None),), vocab_size=vocab or model.vocab_size)
 
 
 def draft_step_model(target: StepModel, spec: SpecDecode, weights: str | None = None,
@@ -115,8 +115,8 @@ def draft_step_model(target: StepModel, spec: SpecDecode, weights: str | None = 
         return None
     if spec.method == "mtp":
         if model.mtp_layers < 1:
-            raise ConfigError(f"spec_decode mtp: {model.id} has no MTP layers (num_nextn_predict_layers = 0); "
-                              f"use eagle, draft or ngram")
+            raise ConfigError(f"spec_decode mtp: {model.id} has no MTP layers "
+                              f"(num_nextn_predict_layers = 0); use eagle, draft or ngram")
         return _sibling(target, one_layer_spec(model, "mtp"), weights)
     if spec.method == "eagle":
         return _sibling(target, one_layer_spec(model, "eagle", draft_vocab), weights, moe=False)
@@ -124,8 +124,8 @@ def draft_step_model(target: StepModel, spec: SpecDecode, weights: str | None = 
     try:
         return _sibling(target, draft, weights, moe=draft.is_moe)
     except ConfigError as exc:
-        raise ConfigError(f"spec_decode draft model {draft.id!r} at the target's tp={target.parallel.tp}: {exc}; "
-                          f"pass draft=StepModel(...) with a layout that fits") from None
+        raise ConfigError(f"spec_decode draft model {draft.id!r} at the target's tp={target.parallel.tp}: "
+                          f"{exc}; pass draft=StepModel(...) with a layout that fits") from None
 
 
 def _projection_time(draft: StepModel, n) -> np.ndarray:
