@@ -7,6 +7,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfmodel.core.step import StepModel
 from perfmodel.engine.speculative import (
@@ -183,6 +185,27 @@ def test_zero_acceptance_mtp_never_helps():
     target = StepModel("deepseek-r1", "b200", tp=8, ep=4, weights="nvfp4")
     n, c = np.array([1, 8, 64, 512]), 2048
     assert np.all(speculative_step(target, SpecDecode("mtp", 2, 0.0), n, c).tpot >= target.step_time(n, c))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rates=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), pos=st.integers(0, 7),
+       bump=st.floats(0.0, 1.0))
+def test_expected_tokens_bounded_and_monotone(rates, pos, bump):
+    e = expected_tokens(rates)
+    assert 1.0 <= e <= len(rates) + 1 + 1e-12
+    higher = list(rates)
+    i = pos % len(rates)
+    higher[i] = max(higher[i], bump)
+    assert expected_tokens(higher) >= e - 1e-12
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 512), context=st.integers(1, 32768), k=st.integers(1, 6),
+       method=st.sampled_from(["eagle", "ngram"]))
+def test_zero_acceptance_never_helps_anywhere(n, context, k, method):
+    target = StepModel("llama-3.1-8b", "h100-sxm", weights="fp8")
+    spec = SpecDecode(method, k, 0.0)
+    assert speculative_step(target, spec, n, context).tpot >= target.step_time(n, context) * (1 - 1e-12)
 
 
 def test_full_acceptance_gives_k_plus_one():
