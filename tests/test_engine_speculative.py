@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from perfmodel.core.step import StepModel
 from perfmodel.engine.speculative import (
+    AcceptanceProfile,
     SpecDecode,
     acceptance_profiles,
     expected_tokens,
@@ -23,7 +24,7 @@ from perfmodel.engine.speculative import (
     uniform_rate_for_length,
 )
 from perfmodel.engine.speculative_draft import draft_step_model, verify_attention_time, verify_time
-from perfmodel.errors import ConfigError, UnknownNameError
+from perfmodel.errors import ConfigError, SpecError, UnknownNameError
 from perfmodel.modelspec import load_model
 
 LLAMA70 = dict(model="llama-3.1-70b", hardware="h100-sxm", tp=8, weights="fp8", kv_cache="fp8")
@@ -120,6 +121,13 @@ def test_acceptance_table_matches_sources():
     assert p["deepseek-v3-report-mtp"].lengths == ((1, 1.85),)
     for prof in p.values():
         assert prof.source.startswith("https://") and prof.dataset
+        assert all(0.0 <= a <= 1.0 for a in prof.rates(8))
+
+
+def test_lengths_implying_a_rate_above_one_are_rejected():
+    bad = AcceptanceProfile("bad", "eagle", False, ((1, 1.2), (2, 1.8)), "m", "d", "https://x", "")
+    with pytest.raises(SpecError, match="rate above 1"):
+        bad.rates(2)
 
 
 def test_defaults_state_their_source():

@@ -117,7 +117,11 @@ class AcceptanceProfile:
     def base_rates(self) -> tuple[float, ...]:
         ks = [k for k, _ in self.lengths]
         if ks == list(range(1, len(ks) + 1)):
-            return rates_from_lengths([e for _, e in self.lengths])
+            rates = rates_from_lengths([e for _, e in self.lengths])
+            if max(rates) > 1.0 + 1e-9:
+                raise SpecError(f"acceptance profile {self.id!r}: lengths {self.lengths} imply a rate above 1 "
+                                f"({max(rates):.3f}); each gain must not exceed the one before it")
+            return rates
         if len(ks) == 1:
             return (uniform_rate_for_length(self.lengths[0][1], ks[0]),)
         raise SpecError(f"acceptance profile {self.id!r}: draft lengths {ks} must be 1..K or a single one")
