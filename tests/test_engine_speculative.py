@@ -15,6 +15,7 @@ from perfmodel.engine.speculative import (
     AcceptanceProfile,
     SpecDecode,
     acceptance_profiles,
+    as_spec_decode,
     expected_tokens,
     parse_spec_decode,
     rates_from_lengths,
@@ -23,7 +24,12 @@ from perfmodel.engine.speculative import (
     uniform_expected_tokens,
     uniform_rate_for_length,
 )
-from perfmodel.engine.speculative_draft import draft_step_model, verify_attention_time, verify_time
+from perfmodel.engine.speculative_draft import (
+    draft_memory,
+    draft_step_model,
+    verify_attention_time,
+    verify_time,
+)
 from perfmodel.errors import ConfigError, SpecError, UnknownNameError
 from perfmodel.modelspec import load_model
 
@@ -88,6 +94,23 @@ def test_parse_errors_name_the_part(text, words):
         parse_spec_decode(text)
     for w in words:
         assert w in str(err.value)
+
+
+def test_yaml_values():
+    assert as_spec_decode(None) is None and as_spec_decode("off") is None
+    assert as_spec_decode({"method": "off", "k": 1}) is None
+    assert as_spec_decode("mtp:k=2") == SpecDecode("mtp", 2)
+    s = as_spec_decode({"method": "draft", "model": "llama-3.2-1b", "k": 3, "accept": [0.8, 0.6, 0.4]})
+    assert (s.draft_model, s.acceptance) == ("llama-3.2-1b", (0.8, 0.6, 0.4))
+    assert as_spec_decode(s) is s
+    with pytest.raises(ConfigError, match="unknown field.*'tree'"):
+        as_spec_decode({"method": "eagle", "k": 3, "tree": 8})
+    with pytest.raises(ConfigError, match="missing k"):
+        as_spec_decode({"method": "eagle"})
+    with pytest.raises(ConfigError, match="two names"):
+        as_spec_decode({"method": "eagle", "k": 2, "accept": 0.5, "acceptance": 0.6})
+    with pytest.raises(ConfigError, match="got int 3"):
+        as_spec_decode(3)
 
 
 def test_spec_is_frozen_and_strict():
@@ -160,6 +183,20 @@ def test_draft_models_are_one_layer_on_the_same_layout():
     assert draft_step_model(target, SpecDecode("ngram", 3)) is None
     with pytest.raises(ConfigError, match="pp=2 is not modelled"):
         verify_time(StepModel("llama-3.1-70b", "h100-sxm", tp=4, pp=2), 3, 1, 1024)
+
+
+def test_draft_memory_by_hand():
+    """EAGLE head of Llama-3.1-8B, bf16, one GPU, draft vocabulary 32000."""
+    target = StepModel("llama-3.1-8b", "h100-sxm")
+    spec = SpecDecode("eagle", 3)
+    mem = draft_memory(spec, draft_step_model(target, spec, draft_vocab=32000))
+    h = 4096
+    attention = h * (32 + 2 * 8) * 128 + 32 * 128 * h
+    ffn = 3 * h * 14336
+    assert mem.weights == (attention + ffn + 2 * h * h + 32000 * h) * 2.0  # 765.5 MB
+    assert mem.kv_per_token == 2 * 8 * 128 * 2.0  # one layer's K and V, bf16
+    none = draft_memory(SpecDecode("ngram", 3), None)
+    assert (none.weights, none.kv_per_token) == (0.0, 0.0)
 
 
 # ------------------------------------------------------------------ verification

@@ -119,8 +119,8 @@ class AcceptanceProfile:
         if ks == list(range(1, len(ks) + 1)):
             rates = rates_from_lengths([e for _, e in self.lengths])
             if max(rates) > 1.0 + 1e-9:
-                raise SpecError(f"acceptance profile {self.id!r}: lengths {self.lengths} imply a rate above 1 "
-                                f"({max(rates):.3f}); each gain must not exceed the one before it")
+                raise SpecError(f"acceptance profile {self.id!r}: lengths {self.lengths} imply a rate "
+                                f"above 1 ({max(rates):.3f}); each gain must not exceed the one before it")
             return rates
         if len(ks) == 1:
             return (uniform_rate_for_length(self.lengths[0][1], ks[0]),)
@@ -309,6 +309,41 @@ def parse_spec_decode(text: str | None) -> SpecDecode | None:
             raise ConfigError(f"spec_decode {raw!r}: accept must be a rate in [0, 1] or rates joined by '/', "
                               f"got {items['accept']!r}") from None
     return SpecDecode(method, k, acceptance, items.get("model"))  # type: ignore[arg-type]
+
+
+_FIELDS = {"method": "method", "k": "k", "accept": "acceptance", "acceptance": "acceptance",
+           "draft_model": "draft_model", "model": "draft_model", "acceptance_source": "acceptance_source"}
+
+
+def as_spec_decode(value) -> SpecDecode | None:
+    """Speculative decoding from a YAML / API value: None, ``"off"``, the CLI spelling, a mapping
+    (``{method: eagle, k: 4, accept: 0.7}``; ``draft_model`` or ``model`` for the draft id) or a
+    :class:`SpecDecode` (returned as is).
+
+    Raises
+    ------
+    ConfigError
+        A mapping with unknown keys or without ``method`` / ``k``, or another type.
+    """
+    if value is None or isinstance(value, SpecDecode):
+        return value
+    if isinstance(value, str):
+        return parse_spec_decode(value)
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(_FIELDS))
+        if unknown:
+            raise ConfigError(f"spec_decode: unknown field(s) {unknown}; allowed: {', '.join(_FIELDS)}")
+        missing = [f for f in ("method", "k") if f not in value]
+        if missing:
+            raise ConfigError(f"spec_decode: missing {', '.join(missing)} in {value!r}")
+        kwargs = {_FIELDS[key]: v for key, v in value.items()}
+        if len(kwargs) < len(value):
+            raise ConfigError(f"spec_decode: one field given under two names in {value!r}")
+        if str(kwargs["method"]).lower() == "off":
+            return None
+        return SpecDecode(**kwargs)
+    raise ConfigError(f"spec_decode: expected 'off', a spelling like 'mtp:k=3', a mapping or a SpecDecode, "
+                      f"got {type(value).__name__} {value!r}")
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,12 @@ accepted tokens, pipeline parallelism (pp > 1) and a host-resident KV cache.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.memory import attention_weight_elems, ffn_weight_elems, kv_bytes_per_token_device
 from ..core.ops import StepShape, _gemm, attention_dims, decode_attention_op
 from ..core.step import StepModel
 from ..errors import ConfigError
@@ -183,3 +184,33 @@ def verify_time(target: StepModel, k: int, n, context) -> np.ndarray:
     ctx = np.asarray(context, dtype=float) + k / 2.0
     full = target.breakdown(StepShape.make(n_decode=nq, context=ctx)).total
     return full - target.decode_attention_time(nq, ctx) + verify_attention_time(target, n, q, ctx)
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """Device memory the draft adds to the target's, on the most loaded device [B]."""
+
+    weights: float
+    kv_per_token: float
+
+
+def draft_memory(spec: SpecDecode, draft: StepModel | None) -> DraftMemory:
+    """Weights and KV cache per token of context that the draft adds per device [B].
+
+    ``mtp``: one layer (attention + FFN or MoE, split as the target's) and the 2h x h projection,
+    embedding and LM head shared with the target; ``eagle``: the same with a dense FFN plus its own LM
+    head (bf16, vocabulary split over tp); ``draft``: the draft model's weights and KV cache; ``ngram``:
+    nothing. The draft layer's KV cache holds one layer's entries per token.
+    """
+    if spec.method == "ngram" or draft is None:
+        return DraftMemory(0.0, 0.0)
+    kv = float(kv_bytes_per_token_device(draft.model, draft.parallel, draft.precision, 1.0))
+    if spec.method == "draft":
+        return DraftMemory(draft.weights_per_device, kv)
+    model, par = draft.model, draft.parallel
+    h = model.hidden_size
+    layer = attention_weight_elems(model, par.tp) + ffn_weight_elems(model, model.groups[0], par)
+    weights = (layer + 2.0 * h * h) * draft.precision.weights.bytes
+    if spec.method == "eagle":
+        weights += model.vocab_size * h / par.tp * 2.0
+    return DraftMemory(weights, kv)
