@@ -286,7 +286,8 @@ def test_deepseek_r1_mtp_b200_speedup(k):
 
 
 def test_llama_eagle3_h100_speedup():
-    """SGLang docs: Llama-3.1-8B-Instruct on 1x H100, batch 1, MT-bench: 158.34 -> 373.25 tok/s (2.36x).
+    """SGLang docs (docs/advanced_features/speculative_decoding.md, "Performance Highlights"):
+    Llama-3.1-8B-Instruct on 1x H100, batch 1, MT-bench: 158.34 -> 373.25 tok/s (2.36x).
 
     Acceptance: the EAGLE-3 head's MT-bench accepted length 2.77 at K = 7 (nebius/EAGLE3-Llama-3.3-70B-
     Instruct card, comparison table: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, chain drafts, temperature 1),
