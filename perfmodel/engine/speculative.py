@@ -391,6 +391,17 @@ def speculative_step(target: StepModel, spec: SpecDecode, n, context, draft: Ste
     ngram_time : float, optional
         Time of one n-gram lookup step [s]; default
         :data:`~perfmodel.engine.speculative_draft.NGRAM_LOOKUP_TIME` (an assumption, see there).
+
+    Returns
+    -------
+    SpecStep
+        Verification and draft times [s] over the broadcast shape of ``n`` and ``context``, E, and
+        ``step_time`` / ``tpot`` derived from them.
+
+    Raises
+    ------
+    ConfigError
+        ``mtp`` on a model without MTP layers, ``pp > 1`` or a host-resident KV cache.
     """
     from .speculative_draft import draft_step_model, draft_time, verify_time
 
