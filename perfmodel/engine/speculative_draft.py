@@ -65,15 +65,16 @@ def _check_target(target: StepModel) -> None:
         raise ConfigError("speculative decoding with kv_host_fraction > 0 is not modelled; use 0")
 
 
-def _sibling(target: StepModel, model: ModelSpec, weights: str | None = None, moe: bool = True) -> StepModel:
+def _sibling(target: StepModel, model: ModelSpec, weights: str | None = None) -> StepModel:
     """A StepModel of ``model`` on the target's accelerator, layout, formats and efficiency profile.
 
-    ``moe=False`` drops expert parallelism (a dense draft). A scale-up link override given to the
-    target is not carried over (the accelerator's own link is used).
+    A dense ``model`` keeps the target's tp and attention-DP and drops expert parallelism. A scale-up
+    link override given to the target is not carried over (the accelerator's own link is used).
     """
     par, prec = target.parallel, target.precision
+    moe = model.moe is not None
     return StepModel(model, target.hardware, tp=par.tp, ep=par.ep if moe else 1,
-                     dp_attention=par.dp_attention if moe else 1, moe_tp=par.moe_tp if moe else None,
+                     dp_attention=par.dp_attention, moe_tp=par.moe_tp if moe else None,
                      weights=weights or prec.weights.name,
                      activations=None if weights else prec.activations.name, kv_cache=prec.kv_cache.name,
                      efficiency=target.efficiency, reserve=target.reserve,
@@ -120,10 +121,10 @@ def draft_step_model(target: StepModel, spec: SpecDecode, weights: str | None = 
                               f"(num_nextn_predict_layers = 0); use eagle, draft or ngram")
         return _sibling(target, one_layer_spec(model, "mtp"), weights)
     if spec.method == "eagle":
-        return _sibling(target, one_layer_spec(model, "eagle", draft_vocab), weights, moe=False)
+        return _sibling(target, one_layer_spec(model, "eagle", draft_vocab), weights)
     draft = load_model(spec.draft_model)
     try:
-        return _sibling(target, draft, weights, moe=draft.is_moe)
+        return _sibling(target, draft, weights)
     except ConfigError as exc:
         raise ConfigError(f"spec_decode draft model {draft.id!r} at the target's tp={target.parallel.tp}: "
                           f"{exc}; pass draft=StepModel(...) with a layout that fits") from None
