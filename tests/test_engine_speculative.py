@@ -181,6 +181,8 @@ def test_draft_models_are_one_layer_on_the_same_layout():
     eagle = draft_step_model(target, SpecDecode("eagle", 3), draft_vocab=32000)
     assert eagle.model.groups[0].ffn == "dense" and eagle.model.vocab_size == 32000
     assert draft_step_model(target, SpecDecode("ngram", 3)) is None
+    with pytest.raises(ConfigError, match="draft model 'qwen2.5-7b' at the target's tp=8: tp=8 does not divide"):
+        draft_step_model(StepModel(**LLAMA70), SpecDecode("draft", 2, 0.5, "qwen2.5-7b"))
     with pytest.raises(ConfigError, match="pp=2 is not modelled"):
         verify_time(StepModel("llama-3.1-70b", "h100-sxm", tp=4, pp=2), 3, 1, 1024)
 
