@@ -237,7 +237,8 @@ def _deepseek_v3(r: _Reader) -> dict:
     moe_size = r.int("moe_intermediate_size")
     ffn = ["moe" if i >= first_dense and i % freq == 0 else "dense" for i in range(n)]
     notes = ["MLA: KV cache holds kv_lora_rank + qk_rope_head_dim elements per token per layer"]
-    if r.int("num_nextn_predict_layers", 0, minimum=0):
+    mtp_layers = r.int("num_nextn_predict_layers", 0, minimum=0)
+    if mtp_layers:
         notes.append("multi-token-prediction (MTP) layers are not counted (as in the 671B figure)")
     f.update(num_attention_heads=heads, num_kv_heads=r.int("num_key_value_heads", heads),
              head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim, v_head_dim=mla.v_head_dim,
@@ -245,7 +246,7 @@ def _deepseek_v3(r: _Reader) -> dict:
              attention_bias=r.flag("attention_bias", False),
              moe=MoEShape(experts, top_k, moe_size, shared, shared * moe_size,
                           router_bias=r.get("topk_method") == "noaux_tc"),
-             layer_groups=_merge([(x, None) for x in ffn]), notes=tuple(notes))
+             layer_groups=_merge([(x, None) for x in ffn]), notes=tuple(notes), mtp_layers=mtp_layers)
     return f
 
 

@@ -127,6 +127,9 @@ class ModelSpec:
         The LM head carries a bias of ``vocab_size`` (GPT-J).
     max_position_embeddings : int or None
         Longest context the config declares [token].
+    mtp_layers : int
+        Multi-token-prediction modules shipped with the checkpoint (``num_nextn_predict_layers``:
+        1 for DeepSeek-V3/R1, 0 when absent); not counted in ``num_layers`` or the parameters.
     """
 
     id: str
@@ -157,6 +160,7 @@ class ModelSpec:
     norm_bias: bool = False
     lm_head_bias: bool = False
     max_position_embeddings: int | None = None
+    mtp_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.layer_groups and sum(g.count for g in self.layer_groups) != self.num_layers:
