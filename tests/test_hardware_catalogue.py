@@ -95,3 +95,22 @@ def test_inferentia2_has_no_invented_interconnect():
     assert load_hardware("inferentia2").scale_up is None
     with pytest.raises(ConfigError, match="inferentia2 has no scale-up port"):
         pm.predict("llama-3.1-8b", "inferentia2", tp=2, batch=1)
+
+
+def test_instance_and_rack_systems():
+    # compositions as cited in tests/data/specs/catalogue_figures.csv
+    import csv
+    from pathlib import Path
+
+    with open(Path(__file__).parent / "data" / "specs" / "catalogue_figures.csv", newline="") as fh:
+        cited = {(r["chip"], r["metric"]): r for r in csv.DictReader(fh)}
+    assert float(cited[("AWS Trainium2", "chips_per_trn2_48xlarge")]["value"]) == 16
+    assert float(cited[("NVIDIA DGX GH200", "superchips")]["value"]) == 256
+    assert load_hardware("trn2-48xlarge").source == cited[("AWS Trainium2", "chips_per_trn2_48xlarge")]["source_url"]
+    assert load_hardware("dgx-gh200").source == cited[("NVIDIA DGX GH200", "superchips")]["source_url"]
+    trn2 = load_hardware("trn2.48xlarge", "system")
+    assert (trn2.id, trn2.accelerator, trn2.count, trn2.scale_up_domain) == ("trn2-48xlarge", "trainium2", 16, 16)
+    # 16 x 96 GiB of HBM per instance (the Neuron page's per-chip figure)
+    assert trn2.count * load_hardware("trainium2").memory_capacity == pytest.approx(16 * 96 * 2**30)
+    dgx = load_hardware("dgx-gh200", "system")
+    assert (dgx.count, dgx.scale_up_domain, dgx.accelerator) == (256, 256, "gh200")

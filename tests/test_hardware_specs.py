@@ -126,7 +126,7 @@ def test_the_expected_ids_ship():
         "mi300x", "mi325x", "mi355x", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-ironwood", "gaudi3",
         "groq-lpu", "groq-lp30", "cerebras-wse3",
         "l40s", "l4", "rtx-pro-6000", "h800", "gh200", "gh200-hbm3e", "mi250x", "gaudi2", "trainium2",
-        "inferentia2", "gaudi2-roce", "neuronlink-v3",
+        "inferentia2", "gaudi2-roce", "neuronlink-v3", "trn2-48xlarge", "dgx-gh200",
         "nvlink3", "nvlink4", "nvlink5", "nvlink6", "pcie4", "pcie5", "pcie6", "ib-hdr", "ib-ndr", "ib-xdr",
         "eth-400g", "eth-800g",
         "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72", "groq-lpx",
