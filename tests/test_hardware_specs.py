@@ -155,7 +155,9 @@ def test_every_figure_has_a_seed_source(spec):
 # (low, high) in SI units per (kind, figure path pattern)
 RANGES: list[tuple[str, str, float, float]] = [
     ("accelerator", r"memory\.hbm\.capacity", 8e9, 1e12),
-    ("accelerator", r"memory\.hbm\.bandwidth", 2e11, 5e13),  # the L4's GDDR6 is 300 GB/s
+    ("accelerator", r"memory\.hbm\.bandwidth", 5e11, 5e13),
+    ("accelerator", r"memory\.gddr\.capacity", 8e9, 2e11),
+    ("accelerator", r"memory\.gddr\.bandwidth", 2e11, 3e12),  # the L4's GDDR6 is 300 GB/s
     ("accelerator", r"memory\.sram\.capacity", 1e7, 1e11),
     ("accelerator", r"memory\.sram\.bandwidth", 1e12, 1e17),
     ("accelerator", r"compute\..*", 1e12, 2e17),
@@ -191,9 +193,12 @@ def test_accelerator_has_a_low_precision_peak(spec):
 @pytest.mark.parametrize("spec", list_hardware("accelerator"), ids=lambda s: s.id)
 def test_sram_only_chips_have_no_hbm(spec):
     sram_only = {"groq-lpu", "groq-lp30", "cerebras-wse3"}
+    gddr_cards = {"l4", "l40s", "rtx-pro-6000"}  # graphics-card memory, no HBM
     if spec.id in sram_only:
         assert set(spec.memory) == {"sram"}
         assert spec.main_memory == "sram"
+    elif spec.id in gddr_cards:
+        assert "hbm" not in spec.memory and spec.main_memory == "gddr"
     else:
         assert "hbm" in spec.memory
 
@@ -290,6 +295,8 @@ _GPU = {
     "compute.bf16": "bf16_tensor", "compute.fp16": "fp16_tensor", "compute.fp8": "fp8_tensor",
     "compute.int8": "int8_tensor", "compute.fp6": "fp6_tensor", "compute.fp4": "fp4_tensor", "power": "tdp",
 }
+_GDDR = {**{k: v for k, v in _GPU.items() if not k.startswith("memory.")},
+         "memory.gddr.capacity": "gddr_capacity", "memory.gddr.bandwidth": "gddr_bandwidth"}
 _TPU = {
     "memory.hbm.capacity": "hbm_capacity", "memory.hbm.bandwidth": "hbm_bandwidth",
     "compute.bf16": "bf16", "compute.fp8": "fp8", "compute.int8": "int8",
@@ -378,17 +385,17 @@ CITED: dict[str, dict[str, Cite | str]] = {
     },
     # --- parts added in catalogue_figures.csv ---
     # 'PCIe Gen4 x16: 64GB/s bidirectional'
-    "l40s": {**_GPU, "scale_up.bandwidth": Cite("pcie", explicit="32 GB/s"),
+    "l40s": {**_GDDR, "scale_up.bandwidth": Cite("pcie", explicit="32 GB/s"),
              "host_link.bandwidth": Cite("pcie", explicit="32 GB/s")},
     "l4": {
-        **_GPU, "compute.tf32": Cite("tf32_tensor_sparse", _HALF), "compute.fp16": Cite("fp16_tensor_sparse", _HALF),
+        **_GDDR, "compute.tf32": Cite("tf32_tensor_sparse", _HALF), "compute.fp16": Cite("fp16_tensor_sparse", _HALF),
         "compute.fp8": Cite("fp8_tensor_sparse", _HALF), "compute.int8": Cite("int8_tensor_sparse", _HALF),
         # the pcie cell reads 'Gen4 x16': 32 GB/s per direction (NOTES.md section 3)
         "scale_up.bandwidth": Cite("pcie", explicit="32 GB/s"), "host_link.bandwidth": Cite("pcie", explicit="32 GB/s"),
     },
     "rtx-pro-6000": {
         # 4,000 FP4 'AI TOPS' taken as 2:4-sparse: dense FP4 = 1/2, FP8 = 1/4, BF16 = 1/8 of it
-        **_GPU, "compute.fp4": Cite("fp4_ai_tops", _HALF), "compute.fp8": Cite("fp4_ai_tops", 0.25),
+        **_GDDR, "compute.fp4": Cite("fp4_ai_tops", _HALF), "compute.fp8": Cite("fp4_ai_tops", 0.25),
         "compute.bf16": Cite("fp4_ai_tops", 0.125),
         "scale_up.bandwidth": Cite("pcie", explicit="64 GB/s"), "host_link.bandwidth": Cite("pcie", explicit="64 GB/s"),
     },
