@@ -29,7 +29,7 @@ ROWS = list_prices()
 def test_the_table_is_not_empty_and_ids_are_unique():
     assert len(ROWS) >= 10
     assert len({r.id for r in ROWS}) == len(ROWS)
-    assert {"AWS", "Azure", "Lambda", "RunPod"} <= {r.provider for r in ROWS}
+    assert {"AWS", "Azure", "CoreWeave", "Lambda", "RunPod"} <= {r.provider for r in ROWS}
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
