@@ -143,3 +143,15 @@ def test_other_objectives_do_not_invent_a_cost():
     res = _plan("devices")
     assert all(math.isnan(r["cost_per_hour"]) for r in res.ranked)
     assert res.inputs["list_prices"] == {}
+
+
+def test_a_total_cost_model_takes_precedence_over_list_prices():
+    from perfmodel.planning.cost import TotalCost
+
+    tco = TotalCost.of("$30000")
+    res = _plan("cost", tco=tco)
+    assert res.inputs["list_prices"] == {}
+    for r in res.ranked:
+        assert r["price_source"] == "total-cost model"
+        # 300 W per device on the input power basis (module docstring of perfmodel.planning.cost)
+        assert r["cost_per_hour"] == pytest.approx(float(tco.usd_per_device_hour(300.0)) * r["devices"])

@@ -60,8 +60,8 @@ class Candidate:
     spec : Accelerator | System, optional
         The resolved hardware spec (user files included), used for the power basis.
     price_source : str
-        Where ``price`` came from: ``input``, a list-price row (:mod:`perfmodel.planning.prices`) or
-        ``not given``.
+        Where the cost comes from: ``input``, ``list price row <id>`` (:mod:`perfmodel.planning.prices`),
+        ``total-cost model`` or ``not given``.
     power : PowerBasis, optional
         Power basis; None = no power figure.
     price : float, optional
@@ -246,7 +246,9 @@ def _priced(c: Candidate, price: Any, tco: TotalCost | None, use_list: bool, pro
     given = _price_for(price, c.hardware)
     if given is not None:
         return replace(c, price=given, price_source="input")
-    if not use_list or tco is not None or c.hardware is None:
+    if tco is not None:
+        return replace(c, price_source="total-cost model")
+    if not use_list or c.hardware is None:
         return c
     row = default_list_price(c.hardware, provider)
     rows[c.hardware] = row
