@@ -229,7 +229,7 @@ def hardware_table_md() -> str:
            "Every shipped spec (`perfmodel hardware list`), generated from `hardware_specs/`. Each number "
            "links to the document it was read from; hover a link for its basis (dense, derived, announced...). "
            "Compute peaks are **dense** (a 2:4-sparse headline is halved); memory is the accelerator's "
-           "main level (HBM, else on-chip SRAM); units are decimal (GB = 10⁹ B, TB/s = 10¹² B/s). "
+           "main level (HBM or GDDR, else on-chip SRAM); units are decimal (GB = 10⁹ B, TB/s = 10¹² B/s). "
            "A dash means the spec does not list the figure; perfmodel never derives it silently. "
            "`perfmodel hardware show ID` prints every figure with its note. How the files are written and "
            "checked: [Hardware](hardware.md).\n",

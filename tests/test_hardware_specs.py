@@ -1,7 +1,8 @@
 """Data-integrity sweep over every shipped hardware spec, and each figure against its cited source value.
 
-The cited values come from the seed tables copied into ``tests/data/specs`` (see the README there).
-Where a cell is a range or text, the test writes the cited number explicitly, with a comment.
+The cited values come from the seed tables copied into ``tests/data/specs`` and, for parts added after
+the seed library, from the project's own ``catalogue_figures.csv`` / ``catalogue_links.csv`` there (see
+the README). Where a cell is a range or text, the test writes the cited number explicitly, with a comment.
 """
 
 from __future__ import annotations
@@ -49,20 +50,26 @@ def all_seed_urls() -> frozenset[str]:
     found: set[str] = set()
     for row in read_csv("accelerators.csv"):
         found |= urls(row["source_urls"])
-    for name in ("accelerator_figures_long.csv", "links.csv"):
+    for name in (*LONG_TABLES, *LINK_TABLES):
         for row in read_csv(name):
             found |= urls(row["source_url"])
     return frozenset(found)
 
 
+#: per-figure tables: the seed library's, then the figures added for parts it lacks (same columns)
+LONG_TABLES = ("accelerator_figures_long.csv", "catalogue_figures.csv")
+LINK_TABLES = ("links.csv", "catalogue_links.csv")
+
+
 def long_row(chip: str, metric: str) -> dict[str, str]:
-    rows = [r for r in read_csv("accelerator_figures_long.csv") if r["chip"] == chip and r["metric"] == metric]
+    rows = [r for t in LONG_TABLES for r in read_csv(t) if r["chip"] == chip and r["metric"] == metric]
     assert len(rows) == 1, f"expected one row for ({chip!r}, {metric!r}), found {len(rows)}"
     return rows[0]
 
 
 def link_row(link: str, product: str) -> dict[str, str]:
-    rows = [r for r in read_csv("links.csv") if r["link"] == link and r["generation_or_product"] == product]
+    rows = [r for t in LINK_TABLES for r in read_csv(t)
+            if r["link"] == link and r["generation_or_product"] == product]
     assert len(rows) == 1, f"expected one links.csv row for ({link!r}, {product!r}), found {len(rows)}"
     return rows[0]
 
@@ -118,6 +125,8 @@ def test_the_expected_ids_ship():
         "a100-sxm", "h100-sxm", "h100-pcie", "h200-sxm", "h20", "b200", "b300", "gb200", "gb300", "rubin",
         "mi300x", "mi325x", "mi355x", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-ironwood", "gaudi3",
         "groq-lpu", "groq-lp30", "cerebras-wse3",
+        "l40s", "l4", "rtx-pro-6000", "h800", "gh200", "gh200-hbm3e", "mi250x", "gaudi2", "trainium2",
+        "inferentia2", "gaudi2-roce", "neuronlink-v3", "trn2-48xlarge", "dgx-gh200",
         "nvlink3", "nvlink4", "nvlink5", "nvlink6", "pcie4", "pcie5", "pcie6", "ib-hdr", "ib-ndr", "ib-xdr",
         "eth-400g", "eth-800g",
         "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72", "groq-lpx",
@@ -147,10 +156,12 @@ def test_every_figure_has_a_seed_source(spec):
 RANGES: list[tuple[str, str, float, float]] = [
     ("accelerator", r"memory\.hbm\.capacity", 8e9, 1e12),
     ("accelerator", r"memory\.hbm\.bandwidth", 5e11, 5e13),
+    ("accelerator", r"memory\.gddr\.capacity", 8e9, 2e11),
+    ("accelerator", r"memory\.gddr\.bandwidth", 2e11, 3e12),  # the L4's GDDR6 is 300 GB/s
     ("accelerator", r"memory\.sram\.capacity", 1e7, 1e11),
     ("accelerator", r"memory\.sram\.bandwidth", 1e12, 1e17),
     ("accelerator", r"compute\..*", 1e12, 2e17),
-    ("accelerator", r"power", 100, 3e4),
+    ("accelerator", r"power", 50, 3e4),  # the L4 is a 72 W card
     ("accelerator", r"(scale_up|scale_out|host_link)\.bandwidth", 1e10, 5e12),
     ("link", r"bandwidth", 1e10, 5e12),
     ("link", r"alpha", 1e-7, 1e-4),
@@ -182,9 +193,12 @@ def test_accelerator_has_a_low_precision_peak(spec):
 @pytest.mark.parametrize("spec", list_hardware("accelerator"), ids=lambda s: s.id)
 def test_sram_only_chips_have_no_hbm(spec):
     sram_only = {"groq-lpu", "groq-lp30", "cerebras-wse3"}
+    gddr_cards = {"l4", "l40s", "rtx-pro-6000"}  # graphics-card memory, no HBM
     if spec.id in sram_only:
         assert set(spec.memory) == {"sram"}
         assert spec.main_memory == "sram"
+    elif spec.id in gddr_cards:
+        assert "hbm" not in spec.memory and spec.main_memory == "gddr"
     else:
         assert "hbm" in spec.memory
 
@@ -267,6 +281,11 @@ CHIP = {
     "groq-lpu": "Groq GroqChip / LPU v1 (TSP)",
     "groq-lp30": "NVIDIA Groq 3 LPU (LP30, per chip)",
     "cerebras-wse3": "Cerebras WSE-3 (CS-3)",
+    # catalogue_figures.csv
+    "l40s": "NVIDIA L40S", "l4": "NVIDIA L4", "rtx-pro-6000": "NVIDIA RTX PRO 6000 Blackwell",
+    "h800": "NVIDIA H800 SXM5", "gh200": "NVIDIA GH200 (96GB HBM3)", "gh200-hbm3e": "NVIDIA GH200 (HBM3e, announced)",
+    "mi250x": "AMD Instinct MI250X", "gaudi2": "Intel Gaudi 2", "trainium2": "AWS Trainium2",
+    "inferentia2": "AWS Inferentia2",
 }
 VERA_RUBIN_RACK = "NVIDIA Vera Rubin NVL72 / 'NVL144' (rack, preliminary)"
 
@@ -276,12 +295,15 @@ _GPU = {
     "compute.bf16": "bf16_tensor", "compute.fp16": "fp16_tensor", "compute.fp8": "fp8_tensor",
     "compute.int8": "int8_tensor", "compute.fp6": "fp6_tensor", "compute.fp4": "fp4_tensor", "power": "tdp",
 }
+_GDDR = {**{k: v for k, v in _GPU.items() if not k.startswith("memory.")},
+         "memory.gddr.capacity": "gddr_capacity", "memory.gddr.bandwidth": "gddr_bandwidth"}
 _TPU = {
     "memory.hbm.capacity": "hbm_capacity", "memory.hbm.bandwidth": "hbm_bandwidth",
     "compute.bf16": "bf16", "compute.fp8": "fp8", "compute.int8": "int8",
 }
 _SRAM = {"memory.sram.capacity": "sram", "memory.sram.bandwidth": "sram_bandwidth"}
 _BIDIR = 0.5  # a bidirectional total, halved to the per-direction figure
+_HALF = 0.5  # a 2:4-sparse peak, halved to the dense one
 
 
 class Cite(NamedTuple):
@@ -361,6 +383,50 @@ CITED: dict[str, dict[str, Cite | str]] = {
         **_SRAM, "compute.fp16": "fp16_peak",
         "power": Cite("system_power", explicit="23 kW"),  # the cell reads '~23' kW
     },
+    # --- parts added in catalogue_figures.csv ---
+    # 'PCIe Gen4 x16: 64GB/s bidirectional'
+    "l40s": {**_GDDR, "scale_up.bandwidth": Cite("pcie", explicit="32 GB/s"),
+             "host_link.bandwidth": Cite("pcie", explicit="32 GB/s")},
+    "l4": {
+        **_GDDR, "compute.tf32": Cite("tf32_tensor_sparse", _HALF), "compute.fp16": Cite("fp16_tensor_sparse", _HALF),
+        "compute.fp8": Cite("fp8_tensor_sparse", _HALF), "compute.int8": Cite("int8_tensor_sparse", _HALF),
+        # the pcie cell reads 'Gen4 x16': 32 GB/s per direction (NOTES.md section 3)
+        "scale_up.bandwidth": Cite("pcie", explicit="32 GB/s"), "host_link.bandwidth": Cite("pcie", explicit="32 GB/s"),
+    },
+    "rtx-pro-6000": {
+        # 4,000 FP4 'AI TOPS' taken as 2:4-sparse: dense FP4 = 1/2, FP8 = 1/4, BF16 = 1/8 of it
+        **_GDDR, "compute.fp4": Cite("fp4_ai_tops", _HALF), "compute.fp8": Cite("fp4_ai_tops", 0.25),
+        "compute.bf16": Cite("fp4_ai_tops", 0.125),
+        "scale_up.bandwidth": Cite("pcie", explicit="64 GB/s"), "host_link.bandwidth": Cite("pcie", explicit="64 GB/s"),
+    },
+    "h800": {
+        **_GPU, "compute.bf16": Cite("bf16_tensor_sparse", _HALF), "compute.fp8": Cite("fp8_tensor_sparse", _HALF),
+        "scale_up.bandwidth": Cite("nvlink_bw_bidirectional", _BIDIR),
+        "scale_out.bandwidth": Cite("scaleout_nic_assumed", chip=CHIP["h100-sxm"]),
+        "host_link.bandwidth": Cite("pcie", _BIDIR, chip=CHIP["h100-sxm"]),
+    },
+    "gh200": {
+        **_GPU, "compute.bf16": Cite("bf16_tensor_sparse", _HALF), "compute.fp8": Cite("fp8_tensor_sparse", _HALF),
+        "power": "module_power",
+        # the same Hopper GPU and NVLink4 as the H100 SXM
+        "scale_up.bandwidth": Cite("nvlink_bw_per_direction", chip=CHIP["h100-sxm"]),
+        "scale_out.bandwidth": Cite("scaleout_nic_assumed", chip=CHIP["h100-sxm"]),
+        "host_link.bandwidth": Cite("nvlink_c2c_bidirectional", _BIDIR),
+    },
+    "gh200-hbm3e": {
+        **_GPU, "compute.bf16": Cite("bf16_tensor_sparse", _HALF, chip=CHIP["gh200"]),
+        "compute.fp8": Cite("fp8_tensor_sparse", _HALF, chip=CHIP["gh200"]),
+        "power": Cite("module_power", chip=CHIP["gh200"]),
+        "scale_up.bandwidth": Cite("nvlink_bw_per_direction", chip=CHIP["h100-sxm"]),
+        "scale_out.bandwidth": Cite("scaleout_nic_assumed", chip=CHIP["h100-sxm"]),
+        "host_link.bandwidth": Cite("nvlink_c2c_bidirectional", _BIDIR, chip=CHIP["gh200"]),
+    },
+    "mi250x": {**_GPU, "scale_up.bandwidth": "infinity_fabric_link_per_direction",
+               "host_link.bandwidth": Cite("pcie", explicit="32 GB/s")},  # 'PCIe Gen 4 x16'
+    "gaudi2": {**_GPU, "scale_up.bandwidth": Cite("nic_bidirectional", _BIDIR),
+               "host_link.bandwidth": Cite("pcie_bidirectional", _BIDIR)},
+    "trainium2": {**_GPU, "scale_up.bandwidth": Cite("neuronlink_per_chip", _BIDIR)},
+    "inferentia2": {**_GPU},
 }
 
 
@@ -489,6 +555,9 @@ LINK_BW: dict[str, LinkCite] = {
     "tpu-ici-v7": LinkCite("TPU ICI", "TPU7x Ironwood", "bw_bidirectional_GBps", _BIDIR),
     # '448 aggregate (derived); 64 per link'
     "infinity-fabric": LinkCite("AMD Infinity Fabric (xGMI)", "MI300X/MI325X", explicit="448 GB/s"),
+    # catalogue_links.csv
+    "gaudi2-roce": LinkCite("Gaudi 2 RoCE", "24x 100GbE integrated"),
+    "neuronlink-v3": LinkCite("NeuronLink-v3", "Trainium2"),
 }
 
 _P2P = ("P2P latency (measured)", "4-GPU NVLink system, p2pBandwidthLatencyTest (GPU model unstated)")
@@ -501,6 +570,8 @@ LINK_ALPHA: dict[str, tuple[tuple[str, str], float, float]] = {
     **{k: (_AIC, 10.0, 10.0) for k in ("pcie4", "pcie5", "pcie6")},  # 'p2p_latency 10'
     **{k: (_AIC, 5.0, 5.0) for k in ("ib-hdr", "ib-ndr", "ib-xdr", "eth-400g", "eth-800g",
                                      "gaudi3-roce")},  # 'inter_rack (IB) 5'
+    "gaudi2-roce": (("Gaudi 2 RoCE", "24x 100GbE integrated"), 5.0, 5.0),  # the aiconfigurator constant
+    "neuronlink-v3": (("NeuronLink-v3", "Trainium2"), 1.8, 2.3),  # the NVLink P2P measurement, assumed
     **{k: (_ICI, 1.0, 1.0) for k in ("tpu-ici-v5e", "tpu-ici-v5p", "tpu-ici-v6e", "tpu-ici-v7",
                                      "groq-c2c")},  # '~1 per hop'
 }

@@ -4,6 +4,7 @@ Examples::
 
     perfmodel plan --model llama-3.1-70b --rate 20 --isl 2048 --osl 256 --slo-ttft 2s --slo-tpot 50ms \\
         --target 0.95 --hardware h100-sxm,h200-sxm,b200 --price h100-sxm=2.5/h --format json
+    perfmodel plan ... --hardware my-gpu.yaml,h100-sxm --objective cost   # list prices where none given
     perfmodel claim --list
     perfmodel claim nvidia-lpx-35x-tokens-per-mw
 """
@@ -53,7 +54,8 @@ def register(sub) -> None:
     p.add_argument("--slo-e2e", help="end-to-end limit, e.g. 20s")
     p.add_argument("--target", type=float, default=0.95, help="fraction of requests meeting all limits "
                                                                "(default 0.95)")
-    p.add_argument("--hardware", type=_csv, required=True, help="comma-separated hardware ids")
+    p.add_argument("--hardware", type=_csv, required=True,
+                   help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
     p.add_argument("--precision", type=_csv, default=["bf16"], help="weight formats to try (default bf16)")
     p.add_argument("--tp", type=_csv, default=["1", "2", "4", "8"], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
@@ -61,6 +63,8 @@ def register(sub) -> None:
     p.add_argument("--engine", default="vllm", help="serving-engine profile (default vllm)")
     p.add_argument("--price", action="append", help="USD per device-hour, HARDWARE=PRICE (e.g. h100-sxm=2.5/h); "
                                                     "repeat or comma-separate")
+    p.add_argument("--price-provider", help="with --objective cost and no --price: take list prices from this "
+                                            "provider only (default: the cheapest row of any provider)")
     p.add_argument("--power-basis", choices=("tdp", "utilisation"), default="tdp",
                    help="power basis: device TDP x devices (default) or P_idle + u (TDP - P_idle)")
     p.add_argument("--idle", help="P_idle per device for --power-basis utilisation, e.g. 150W")
@@ -81,6 +85,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..hardware import load_hardware
     from ..planning.plan import plan
     from ..serving import SLO, Workload
 
@@ -94,10 +99,13 @@ def run(args) -> int:
     slo = SLO(**limits, target=args.target)
     workload = Workload.fixed(args.isl, args.osl, rate=args.rate)
     print_notes(*(checkpoint_note(args.model, w) for w in args.precision))
-    result = plan(args.model, workload, slo, hardware=args.hardware, precisions=args.precision, tp=tps,
+    # resolve names and files once, before the prices that may name a file's hardware by its id
+    hardware = [load_hardware(h) for h in args.hardware]
+    result = plan(args.model, workload, slo, hardware=hardware, precisions=args.precision, tp=tps,
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
                   idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
-                  requests=args.requests, seed=args.seed, max_replicas=args.max_replicas)
+                  requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
+                  price_provider=args.price_provider)
     if args.format == "json":
         print_json({**result.as_dict(), "note": engine_note(args.engine)})
         return 0
@@ -107,12 +115,21 @@ def run(args) -> int:
           f"ranked by {i['objective']}; engine {i['engine']}; power basis {i['power_basis']}")
     cols = ["rank", "deployment", "devices", "replicas", "goodput_rps", "slo_attainment", "ttft_p95_s",
             "tpot_p95_s", "power_w", "cost_per_hour", "tokens_per_s_per_mw"]
+    for hw, row in i["list_prices"].items():
+        print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
+                                   "(pass --price HARDWARE=USD/h); ranked last"))
     print(format_table(result.ranked, cols))
     if result.rejected:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
     print(f"note: {engine_note(args.engine)}")
     return 0
+
+
+def _list_price_line(row: dict) -> str:
+    when = f"as of {row['as_of']}, " if row.get("as_of") else ""
+    return (f"${row['usd_per_device_hour']:.4g}/device-h, {row['provider']} {row['instance']} "
+            f"({row['id']}; {when}seen {row['seen']}; {row['basis']}) {row['source']}")
 
 
 def run_claim(args) -> int:

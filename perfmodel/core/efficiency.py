@@ -122,12 +122,30 @@ DATASHEET = Efficiency()
 PROFILE_OF: dict[str, str] = {
     "h100-sxm": "h100-sxm", "h200-sxm": "h200-sxm", "b200": "b200", "gb200": "gb200",
 }
-#: Fallbacks for hardware without measurements of its own (flagged in results).
+#: Fallbacks for hardware without measurements of its own (flagged in results): the measured profile of
+#: the same architecture where one ships, else the nearest measured one (:data:`FALLBACK_REASON` says which).
 FAMILY_FALLBACK: dict[str, str] = {
     "h100-pcie": "h100-sxm", "h20": "h200-sxm", "a100-sxm": "h100-sxm", "b300": "b200",
     "gb300": "gb200", "rubin": "gb200",
+    # Hopper: same GH100 GPU
+    "h800": "h100-sxm", "gh200": "h100-sxm", "gh200-hbm3e": "h200-sxm",
+    # Blackwell (GB202)
+    "rtx-pro-6000": "b200",
+    # no Ada, CDNA, Gaudi or Neuron profile is shipped: the generic (H100) profile, said so in the name
+    "l40s": "h100-sxm", "l4": "h100-sxm", "mi250x": "h100-sxm", "gaudi2": "h100-sxm",
+    "trainium2": "h100-sxm", "inferentia2": "h100-sxm",
 }
 GENERIC_FALLBACK = "h100-sxm"
+#: Why a fallback was chosen, shown in the profile name of results (``efficiency`` column).
+FALLBACK_REASON: dict[str, str] = {
+    "h800": "same Hopper GPU", "gh200": "same Hopper GPU", "gh200-hbm3e": "same Hopper GPU, HBM3e",
+    "rtx-pro-6000": "Blackwell family, GDDR7 card",
+    "l40s": "Ada: no Ada profile, generic NVIDIA profile", "l4": "Ada: no Ada profile, generic NVIDIA profile",
+    "mi250x": "CDNA2: no AMD profile, generic GPU profile",
+    "gaudi2": "Gaudi: no Gaudi profile, generic GPU profile",
+    "trainium2": "Neuron: no Trainium profile, generic GPU profile",
+    "inferentia2": "Neuron: no Inferentia profile, generic GPU profile",
+}
 
 
 def _profile_names() -> list[str]:
@@ -187,8 +205,9 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
         borrowed = FAMILY_FALLBACK.get(accelerator_id, GENERIC_FALLBACK)
         if borrowed not in names:
             return DATASHEET
+        why = FALLBACK_REASON.get(accelerator_id)
         return replace(load_profile(borrowed), fallback=True,
-                       name=f"{borrowed} (fallback for {accelerator_id})")
+                       name=f"{borrowed} (fallback for {accelerator_id}{': ' + why if why else ''})")
     check_profile(efficiency)
     return load_profile(str(efficiency))
 

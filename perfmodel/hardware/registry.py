@@ -74,13 +74,29 @@ def _looks_like_path(name: str) -> bool:
     return name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name
 
 
+#: User spec files loaded in this process, by id: once ``my-gpu.yaml`` has been read, ``"my-gpu"`` names it
+#: wherever a hardware name is accepted (sweeps, plans, prices, power bases). Shipped ids always win.
+_USER_SPECS: dict[str, HardwareSpec] = {}
+
+
+def _remember(spec: HardwareSpec) -> None:
+    """Register a user file's spec under its id, unless a shipped spec has that id or alias."""
+    specs, aliases = _catalogue()
+    key = spec.id.lower()
+    if spec.id in specs or key in aliases:
+        return  # a modified copy of a shipped file: the object is used as given, its id keeps naming the shipped one
+    _USER_SPECS[key] = spec
+
+
 def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = None) -> HardwareSpec:
     """Return a hardware spec by shipped id, alias (case-insensitive) or path to a YAML file.
 
     Parameters
     ----------
     name_or_path : str | Path | HardwareSpec
-        ``"h100-sxm"``, ``"H100"`` (alias), ``"path/to/my-gpu.yaml"``, or a spec (returned as is).
+        ``"h100-sxm"``, ``"H100"`` (alias), ``"path/to/my-gpu.yaml"``, or a spec (returned as is). A file
+        read once is then also found by its id (``"my-gpu"``) in this process, unless a shipped spec has
+        that id; a spec passed as an object is not registered.
     kind : str, optional
         Require this kind (``accelerator``, ``link`` or ``system``).
 
@@ -95,14 +111,19 @@ def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = No
         spec = name_or_path
     elif isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
         spec = parse_spec(read_yaml(name_or_path), str(name_or_path))
+        _remember(spec)
     else:
         specs, aliases = _catalogue()
         key = str(name_or_path).strip()
         ident = key if key in specs else aliases.get(key.lower(), key.lower())
-        if ident not in specs:
+        if ident in specs:
+            spec = specs[ident]
+        elif key.lower() in _USER_SPECS:
+            spec = _USER_SPECS[key.lower()]
+        else:
             pool = [s.id for s in specs.values() if kind is None or s.kind == kind]
+            pool += [s.id for s in _USER_SPECS.values() if kind is None or s.kind == kind]
             raise unknown_name(kind or "hardware", key, pool)
-        spec = specs[ident]
     if kind is not None and spec.kind != kind:
         raise SpecError(f"{spec.id!r} is a {spec.kind}, expected a {kind}")
     return spec

@@ -114,7 +114,7 @@ class Count(Figure):
 
 
 class MemoryLevel(_Strict):
-    """A memory level of an accelerator (HBM, on-chip SRAM, DDR / host LPDDR)."""
+    """A memory level of an accelerator (HBM, GDDR, on-chip SRAM, DDR / host LPDDR)."""
 
     capacity: Bytes
     bandwidth: Bandwidth
@@ -129,7 +129,9 @@ class MemoryLevel(_Strict):
         return fig
 
 
-MemoryName = Literal["sram", "hbm", "ddr", "host"]
+#: ``gddr`` is graphics-card device memory (GDDR6/GDDR7 on L4, L40S, RTX PRO parts): the main level where
+#: there is no HBM, like ``hbm`` elsewhere.
+MemoryName = Literal["sram", "hbm", "gddr", "ddr", "host"]
 ComputeName = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4"]
 
 
@@ -192,8 +194,8 @@ class Accelerator(_SpecHTML, _Strict):
     # --- convenience accessors (float SI) ---------------------------------------------------
     @property
     def main_memory(self) -> str:
-        """Level where weights and KV cache live by default: HBM if present, else SRAM, else DDR."""
-        for level in ("hbm", "sram", "ddr"):
+        """Level where weights and KV cache live by default: HBM (or GDDR) if present, else SRAM, else DDR."""
+        for level in ("hbm", "gddr", "sram", "ddr"):
             if level in self.memory:
                 return level
         return next(iter(self.memory))

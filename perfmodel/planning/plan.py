@@ -57,6 +57,11 @@ class Candidate:
         keyword arguments, built when evaluated.
     hardware : str, optional
         Hardware id (for power and prices).
+    spec : Accelerator | System, optional
+        The resolved hardware spec (user files included), used for the power basis.
+    price_source : str
+        Where the cost comes from: ``input``, ``list price row <id>`` (:mod:`perfmodel.planning.prices`),
+        ``total-cost model`` or ``not given``.
     power : PowerBasis, optional
         Power basis; None = no power figure.
     price : float, optional
@@ -71,6 +76,8 @@ class Candidate:
     power: PowerBasis | None = None
     price: float | None = None
     layout: dict[str, Any] = field(default_factory=dict)
+    spec: Any = None
+    price_source: str = "not given"
 
 
 def enumerate_candidates(model: str, hardware: Sequence[str], precisions: Sequence[str] = ("bf16",),
@@ -83,15 +90,17 @@ def enumerate_candidates(model: str, hardware: Sequence[str], precisions: Sequen
     spec = load_model(model)
     out = []
     for hw in hardware:
-        acc_id = load_hardware(hw).id
+        hw_spec = load_hardware(hw)  # an id, alias or YAML path; the spec itself travels with the candidate
+        acc_id = hw_spec.id
         for prec in precisions:
             for t in tp:
-                kw = {"model": spec.id, "hardware": acc_id, "tp": int(t), "weights": prec,
+                kw = {"model": spec.id, "hardware": hw_spec, "tp": int(t), "weights": prec,
                       "kv_cache": kv_cache or "bf16"}
                 if spec.moe is not None:
                     kw["ep"] = int(t)
                 out.append(Candidate(f"{t}x {acc_id} tp{t} {prec}", kw, acc_id,
-                                     layout={"tp": int(t), "pp": 1, "ep": kw.get("ep", 1), "precision": prec}))
+                                     layout={"tp": int(t), "pp": 1, "ep": kw.get("ep", 1), "precision": prec},
+                                     spec=hw_spec))
     return out
 
 
@@ -206,7 +215,8 @@ def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
             "slo_attainment": summary["slo_attainment"], "ttft_p95_s": summary.get("ttft_p95_s"),
             "tpot_p95_s": summary.get("tpot_p95_s"), "output_tokens_per_s": out_tps, "power_w": power_w,
             "power_basis": c.power.describe() if c.power is not None else "not given",
-            "cost_per_hour": cost, "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
+            "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
+            "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
             "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}
 
 
@@ -225,13 +235,36 @@ def _price_for(price: Any, hw: str | None) -> float | None:
     return None if value is None else usd(value, "hour", f"price[{hw}]")
 
 
+def _priced(c: Candidate, price: Any, tco: TotalCost | None, use_list: bool, provider: str | None,
+            rows: dict[str, Any]) -> Candidate:
+    """The candidate with its device-hour price and where it came from: the input, else (``use_list``,
+    no total-cost model) the cheapest list-price row for its hardware, recorded in ``rows``."""
+    from .prices import default_list_price
+
+    if c.price is not None:
+        return replace(c, price_source="input")
+    given = _price_for(price, c.hardware)
+    if given is not None:
+        return replace(c, price=given, price_source="input")
+    if tco is not None:
+        return replace(c, price_source="total-cost model")
+    if not use_list or c.hardware is None:
+        return c
+    row = default_list_price(c.hardware, provider)
+    rows[c.hardware] = row
+    if row is None:
+        return c
+    return replace(c, price=row.usd_per_device_hour, price_source=f"list price row {row.id}")
+
+
 def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence[Any] | None = None, *,
          rate: float | None = None, target: float | None = None, hardware: Sequence[str] = (),
          precisions: Sequence[str] = ("bf16",), tp: Sequence[int] = (1, 2, 4, 8), objective: str = "devices",
          engine: Any = "vllm", power: str = "tdp", tdp: Any = None, idle: Any = None,
          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None, requests: int = 300,
          seed: int = 0, max_replicas: int = 256, extra_replicas: int = 3, executor: Any = None,
-         progress: bool | None = None) -> PlanResult:
+         progress: bool | None = None, list_prices: bool | None = None,
+         price_provider: str | None = None) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
     Parameters
@@ -256,6 +289,13 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         USD per device-hour (``{"h100-sxm": "2.5/h"}``).
     tco : TotalCost, optional
         Cost model where no price is given.
+    list_prices : bool, optional
+        Where neither ``price`` nor ``tco`` prices a hardware, use the cheapest public list price per
+        device-hour of the shipped table (:mod:`perfmodel.planning.prices`; a list price, not what you
+        pay). Default: on for ``objective="cost"``, off otherwise. Each ranked row's ``price_source``
+        and ``inputs["list_prices"]`` name the row used; hardware without a row gets no cost.
+    price_provider : str, optional
+        Restrict list prices to one provider (``"AWS"``, ``"Lambda"``...).
     requests, seed, engine
         Simulation settings (per search point; the check at R replicas simulates
         ``max(requests, 100 R)`` requests).
@@ -284,16 +324,23 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     lam = float(rate if rate is not None else (w.arrival.rate or 0.0))
     if lam <= 0:
         raise ConfigError("plan: give rate= [req/s] (or an open-loop workload with a rate)")
+    use_list = objective == "cost" if list_prices is None else bool(list_prices)
+    if price_provider is not None:
+        from .prices import check_provider
+
+        check_provider(price_provider)
+    list_rows: dict[str, Any] = {}
     cands = []
     for c in _resolve_candidates(model, candidates, hardware, precisions, tp):
         pb = c.power
         if pb is None and c.hardware is not None:
             try:
-                pb = power_basis(c.hardware, power, tdp=_by_hw(tdp, c.hardware),
-                                 idle=_by_hw(idle, c.hardware), utilisation=utilisation)
+                pb = power_basis(c.spec if c.spec is not None else c.hardware, power,
+                                 tdp=_by_hw(tdp, c.hardware), idle=_by_hw(idle, c.hardware),
+                                 utilisation=utilisation)
             except PerfmodelError:
                 pb = None
-        cands.append(replace(c, power=pb, price=c.price if c.price is not None else _price_for(price, c.hardware)))
+        cands.append(_priced(replace(c, power=pb), price, tco, use_list, price_provider, list_rows))
     tasks = [{"candidate": c, "workload": w, "slo": s, "rate": lam, "target": s.target, "engine": engine,
               "seed": seed, "requests": requests, "max_replicas": max_replicas,
               "extra_replicas": extra_replicas, "tco": tco} for c in cands]
@@ -310,6 +357,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
               "seed": seed, "requests_per_search_point": requests, "max_replicas": max_replicas,
               "power_basis": power, "utilisation": utilisation, "prices_usd_per_device_hour":
               {c.hardware: c.price for c in cands if c.price is not None},
+              "price_sources": {c.hardware: c.price_source for c in cands if c.hardware is not None},
+              "list_prices": {hw: (row.as_dict() if row is not None else None) for hw, row in list_rows.items()},
+              "price_provider": price_provider,
               "tco": tco.as_dict() if tco is not None else None,
               "replicas_rule": "ceil(rate / per-replica max rate), checked by simulating all replicas"}
     return PlanResult(ranked, rejected, inputs)
@@ -331,10 +381,14 @@ def _resolve_candidates(model: str | None, candidates: Sequence[Any] | None, har
             out.append(c)
         elif isinstance(c, Mapping):
             kw = {"model": model, **dict(c)}
-            hw = str(kw.get("hardware"))
+            hw_spec = load_hardware(kw["hardware"]) if kw.get("hardware") is not None else None
+            if hw_spec is not None:
+                kw["hardware"] = hw_spec
+            hw = hw_spec.id if hw_spec is not None else str(kw.get("hardware"))
             label = " ".join(f"{key}{v}" for key, v in kw.items() if key in ("tp", "pp", "ep"))
             out.append(Candidate(f"{hw} {label} {kw.get('weights', 'bf16')}".strip(), kw, hw,
-                                 layout={key: kw[key] for key in ("tp", "pp", "ep", "weights") if key in kw}))
+                                 layout={key: kw[key] for key in ("tp", "pp", "ep", "weights") if key in kw},
+                                 spec=hw_spec))
         else:
             out.append(Candidate(f"candidate {k}", c, getattr(c, "hardware_id", None)))
     return out

@@ -87,9 +87,10 @@ def _per_hardware(value: Any, hw_id: str) -> Any:
     return value
 
 
-def _power(hw_id: str, kind: str, tdp: Any, idle: Any, utilisation: float) -> tuple[PowerBasis | None, str]:
+def _power(hw: Any, kind: str, tdp: Any, idle: Any, utilisation: float) -> tuple[PowerBasis | None, str]:
+    """Power basis of a hardware spec, inputs keyed by its id; an unavailable basis is described, not raised."""
     try:
-        pb = power_basis(hw_id, kind, tdp=_per_hardware(tdp, hw_id), idle=_per_hardware(idle, hw_id),
+        pb = power_basis(hw, kind, tdp=_per_hardware(tdp, hw.id), idle=_per_hardware(idle, hw.id),
                          utilisation=utilisation)
     except PerfmodelError as exc:
         return None, f"unavailable: {exc}"
@@ -116,7 +117,8 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     Parameters
     ----------
     models, hardware : str or sequence
-        Model ids and accelerator / system ids (unknown names raise: a typo is not a sweep result).
+        Model ids and accelerator / system ids or hardware YAML paths (``"my-gpu.yaml"``); unknown
+        names raise (a typo is not a sweep result).
     tp, pp, ep, dp_attention, dp : int or sequence of int
         Layouts to try; ``dp`` is the number of data-parallel replicas.
     precision : str, mapping or sequence
@@ -154,21 +156,22 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     [3]
     """
     model_specs = [m if isinstance(m, ModelSpec) else load_model(m) for m in _seq("models", models)]
-    hw_ids = [load_hardware(h).id for h in _seq("hardware", hardware)]
+    # resolve each name once (ids, aliases, or user YAML files) and pass the spec itself on
+    hw_specs = {spec.id: spec for spec in (load_hardware(h) for h in _seq("hardware", hardware))}
     load, isl_v, osl_v = _grid(batch, concurrency, isl, osl)
     n = load.size
     out = FrameBuilder(COLUMNS)
     layouts = list(itertools.product(_seq("tp", tp), _seq("pp", pp), _seq("ep", ep),
                                      _seq("dp_attention", dp_attention)))
     dps = [int(d) for d in _seq("dp", dp)]
-    for mdl, hw, prec, (t, p, e, a) in itertools.product(model_specs, hw_ids, _seq("precision", precision),
+    for mdl, hw, prec, (t, p, e, a) in itertools.product(model_specs, hw_specs, _seq("precision", precision),
                                                            layouts):
-        pb, pdesc = _power(hw, power, tdp, idle, utilisation)
+        pb, pdesc = _power(hw_specs[hw], power, tdp, idle, utilisation)
         pkw = _precision_kwargs(prec, kv_cache)
         ident = {"model": mdl.id, "hardware": hw, "tp": t, "pp": p, "ep": e, "dp_attention": a,
                  "efficiency": efficiency, "power_basis": pdesc}
         try:
-            sm = StepModel(mdl, hw, tp=int(t), pp=int(p), ep=int(e), dp_attention=int(a),
+            sm = StepModel(mdl, hw_specs[hw], tp=int(t), pp=int(p), ep=int(e), dp_attention=int(a),
                            efficiency=efficiency, reserve=reserve, **pkw)
         except PerfmodelError as exc:
             label = _precision_label(pkw)
