@@ -26,6 +26,7 @@ from .deployment import (
     predict_deployment,
     scaling_curve,
 )
+from .engine.engine import Engine
 from .errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
 from .hardware import list_hardware, load_accelerator, load_hardware, load_link
 from .modelspec import ModelSpec, list_models, load_model
@@ -52,6 +53,7 @@ from .serving import (
     simulate,
     steady_state,
 )
+from .serving.estimate import PrefillPool, estimate
 from .units import Q_, to_si, ureg
 
 __version__ = "0.1.0"
@@ -65,7 +67,7 @@ __all__ = [
     "offload_pays", "p2p_time", "predict", "profile_for", "reduce_scatter_time", "roofline_time",
     "round_trips_time", "to_si", "ureg",
     # serving
-    "SLO", "EngineProfile", "Workload", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
+    "SLO", "Engine", "EngineProfile", "PrefillPool", "Workload", "estimate", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
     # planning
     "TotalCost", "check_claim", "output_crossover", "pareto_front", "plan", "power_basis", "sweep",
     "sweep_deployments", "tokens_per_s_per_mw", "usd_per_million_tokens",

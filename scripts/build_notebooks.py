@@ -1577,6 +1577,7 @@ NB07 = [
 
     import pandas as pd
 
+    import perfmodel as pm
     from perfmodel.plots import predicted_vs_measured
     from perfmodel.validation import shipped_path, validate_file, validate_serving
     """, PANDAS_OPTIONS, """
@@ -1717,18 +1718,16 @@ NB07 = [
     md("""
     ## 8. Estimating a deployment that was not measured
 
-    `estimate_serving` runs this same pipeline (format defaults, steady state, fitted engine
+    `pm.estimate` runs this same pipeline (format defaults, steady state, fitted engine
     parameters) on a deployment of your choice, so its figures carry the error measured above. Here
     Llama-3.1-70B FP8 on four H200 with vLLM, and the same with the uncalibrated engine preset: the
     preset's TTFT lacks the request overhead, the synchronised arrivals and the late first token the
     fit found.
     """),
     code("""
-    from perfmodel.validation.estimate import estimate_serving
-
-    kw = dict(tp=4, precision="fp8")
-    est = estimate_serving("llama-3.1-70b", "h200-sxm", "vllm", [1, 16, 64], 1024, 1024, **kw)
-    pre = estimate_serving("llama-3.1-70b", "h200-sxm", "vllm", [1, 16, 64], 1024, 1024, engines="preset", **kw)
+    kw = dict(tp=4, precision="fp8", concurrency=[1, 16, 64], isl=1024, osl=1024)
+    est = pm.estimate("llama-3.1-70b", "h200-sxm", engine="vllm", **kw)
+    pre = pm.estimate("llama-3.1-70b", "h200-sxm", engine="vllm-preset", **kw)
     est.assign(preset_ttft_s=pre["ttft_s"], preset_tpot_s=pre["tpot_s"])[
         ["concurrency", "ttft_s", "preset_ttft_s", "tpot_s", "preset_tpot_s", "output_tokens_per_s_per_gpu"]].round(4)
     """),

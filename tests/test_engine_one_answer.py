@@ -14,7 +14,6 @@ import perfmodel as pm
 from perfmodel.core.step import StepModel
 from perfmodel.engine.engine import Engine
 from perfmodel.serving import Workload, simulate, steady_state
-from perfmodel.validation.estimate import estimate_serving
 
 # (model, hardware, tp, precision passed to estimate, isl, osl)
 SLOW = pytest.mark.slow   # ~5 s each: the large models run in the slow tier
@@ -29,7 +28,8 @@ ENGINES = ["vllm", "sglang", "trtllm"]
 
 
 def _paths(model, hardware, tp, precision, isl, osl, engine):
-    est = estimate_serving(model, hardware, engine, [1], isl, osl, tp=tp, precision=precision).iloc[0]
+    est = pm.estimate(model, hardware, engine=engine, concurrency=[1], isl=isl, osl=osl, tp=tp,
+                      precision=precision).iloc[0]
     sm = StepModel(model, hardware, tp=tp, weights=est["weights"], kv_cache=est["kv_cache"])
     pred = pm.predict(model, hardware, isl=isl, osl=osl, batch=1, step_model=sm, engine=engine)
     ss = steady_state(sm, 1, isl, osl, engine=engine)

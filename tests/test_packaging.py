@@ -59,7 +59,7 @@ def test_steady_state_benchmark_runs():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_steady_state.py"), "--points", "20",
                           "--repeat", "1"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "steady_state_disagg, 20 concurrencies" in out.stdout and "estimate_serving" in out.stdout
+    assert "steady_state_disagg, 20 concurrencies" in out.stdout and "estimate, 8 concurrencies" in out.stdout
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "scripts").glob("*.py")))

@@ -1,4 +1,4 @@
-"""``perfmodel estimate``: closed-loop TTFT/TPOT/throughput with the validated engine calibration.
+"""``perfmodel estimate``: mean TTFT/TPOT/throughput under load with a fitted engine (:func:`perfmodel.estimate`).
 
 Examples::
 
@@ -11,12 +11,14 @@ Examples::
 
 from __future__ import annotations
 
+import argparse
+
 from ..errors import ConfigError
 from .output import add_format_arg, format_table, print_json
 from .predict_cmd import int_list
 
 #: Columns printed in the table view.
-TABLE_COLUMNS = ("concurrency", "ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
+TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
                  "output_tokens_per_s_per_gpu", "n_decode", "limited_by")
 #: P/D pool options and their defaults (given without --prefill-workers they are an error).
 POOL_OPTIONS = {"decode_workers": 1, "prefill_tp": 1, "prefill_dp_attention": 1, "prefill_ep": 1}
@@ -31,9 +33,13 @@ def register(sub) -> None:
                     "Aggregated by default; --prefill-workers makes it P/D-disaggregated.")
     p.add_argument("--model", required=True, help="model id, HF repo id or config.json path")
     p.add_argument("--hardware", required=True, help="accelerator id (h100-sxm, h200-sxm, b200, gb200, ...)")
-    p.add_argument("--engine", required=True, choices=("vllm", "sglang", "trtllm"), help="serving engine")
-    p.add_argument("--concurrency", type=int_list, required=True,
-                   help="closed-loop clients, comma-separated (per replica; whole system when disaggregated)")
+    p.add_argument("--engine", required=True,
+                   help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset (uncalibrated)")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--concurrency", type=int_list,
+                      help="closed-loop clients, comma-separated (per replica; whole system when disaggregated)")
+    load.add_argument("--rate", type=float_list,
+                      help="open-loop Poisson request rates per replica [1/s], comma-separated (simulated)")
     p.add_argument("--isl", type=int, required=True, help="prompt tokens per request")
     p.add_argument("--osl", type=int, required=True, help="output tokens per request")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism of a (decode) replica (default 1)")
@@ -58,31 +64,43 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def float_list(text: str) -> list[float]:
+    """Comma-separated positive numbers."""
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values or not all(v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected numbers > 0, got {text!r}")
+    return values
+
+
 def run(args) -> int:
-    from ..validation.estimate import PrefillPool, estimate_serving
+    from ..serving.estimate import PrefillPool, estimate
 
     given = {k: getattr(args, k) for k in POOL_OPTIONS if getattr(args, k) is not None}
     prefill = None
     if args.prefill_workers is not None:
         pool = {**POOL_OPTIONS, **given}
-        prefill = PrefillPool(tp=pool["prefill_tp"], attention_dp=pool["prefill_dp_attention"],
+        prefill = PrefillPool(tp=pool["prefill_tp"], dp_attention=pool["prefill_dp_attention"],
                               ep=pool["prefill_ep"], workers=args.prefill_workers,
                               decode_workers=pool["decode_workers"])
     elif given:
         raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: P/D pool options need "
                           f"--prefill-workers (the deployment is aggregated without it)")
-    out = estimate_serving(args.model, args.hardware, args.engine, args.concurrency, args.isl, args.osl,
-                           tp=args.tp, pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
-                           precision=args.precision, prefill=prefill, engines=args.engines,
-                           efficiency=args.efficiency)
+    out = estimate(args.model, args.hardware, engine=args.engine, concurrency=args.concurrency, rate=args.rate,
+                   isl=args.isl, osl=args.osl, tp=args.tp, pp=args.pp, dp_attention=args.dp_attention,
+                   ep=args.ep, precision=args.precision, prefill=prefill, calibration=args.engines,
+                   efficiency=args.efficiency)
+    columns = ["rate" if args.rate is not None else "concurrency", *TABLE_COLUMNS]
     first = out.iloc[0]
     meta = {"mode": first["mode"], "gpus": int(first["gpus"]), "weights": first["weights"],
             "kv_cache": first["kv_cache"], "efficiency_profile": first["efficiency_profile"],
-            "engine_calibration": first["engine_calibration"],
+            "engine_calibration": first["engine_calibration"], "engine": first["engine"], "path": first["path"],
             "error": "see docs/validation.md (cross-validated error of this pipeline on measured runs)"}
     if args.format == "json":
-        print_json({**meta, "points": out[list(TABLE_COLUMNS)].to_dict("records")})
+        print_json({**meta, "points": out[columns].to_dict("records")})
         return 0
     print(", ".join(f"{k}: {v}" for k, v in meta.items()))
-    print(format_table(out[list(TABLE_COLUMNS)].to_dict("records")))
+    print(format_table(out[columns].to_dict("records")))
     return 0

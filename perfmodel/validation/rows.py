@@ -239,7 +239,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
         KV-cache format assumption per engine.
     measured : bool
         Require positive measured TTFT and TPOT (default); False maps deployments to be predicted
-        only (:mod:`perfmodel.validation.estimate`), whose ``measured_*`` are then NaN.
+        only (for example a deployment to estimate), whose ``measured_*`` are then NaN.
 
     Returns
     -------

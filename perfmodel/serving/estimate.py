@@ -1,0 +1,210 @@
+r"""``estimate``: mean TTFT, TPOT and throughput of a deployment under load, with a fitted engine.
+
+A thin composition of the pieces every serving path shares: the replica's
+:class:`~perfmodel.core.step.StepModel` (formats chosen as on the measured runs the engine was fitted
+on, :func:`serving_formats`), the :class:`~perfmodel.engine.Engine` and
+
+- for closed-loop **concurrencies**: the steady state (:func:`perfmodel.serving.steady_state`, or
+  :func:`perfmodel.serving.steady_state_disagg` for a P/D deployment) — the path whose error against
+  measured runs ``docs/validation.md`` publishes;
+- for open-loop **request rates** (Poisson arrivals): the simulator (:func:`perfmodel.serving.simulate`,
+  aggregated deployments), the means of its requests after a warm-up share.
+
+Per replica (aggregated) or whole system (P/D), the closed loop's throughput is
+:math:`X = C / (\mathrm{TTFT} + (O - 1)\,\mathrm{TPOT})` requests per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+#: Open-loop points: requests simulated per point and share dropped as warm-up.
+RATE_REQUESTS, RATE_WARMUP = 1500, 0.2
+
+
+@dataclass(frozen=True)
+class PrefillPool:
+    """Prefill pool of a P/D-disaggregated deployment (the decode pool is the main layout).
+
+    Attributes
+    ----------
+    tp, dp_attention, ep : int
+        Layout of one prefill replica.
+    workers : int
+        Prefill replicas.
+    decode_workers : int
+        Decode replicas.
+    """
+
+    tp: int = 1
+    dp_attention: int = 1
+    ep: int = 1
+    workers: int = 1
+    decode_workers: int = 1
+
+
+def serving_formats(model_path: str, hardware: str, engine: str, precision: str) -> tuple[str, str, str]:
+    """(weights, activations, KV cache) formats a serving engine runs ``precision`` with.
+
+    The rules the validation maps measured runs with (:mod:`perfmodel.validation.rows`): ``precision``
+    '' is the checkpoint's own format; FP8 follows the checkpoint's block scaling; the activations follow
+    the weights (:func:`perfmodel.precision.serving_activations`); the KV cache is FP8 with FP8/FP4
+    weights (:class:`perfmodel.validation.rows.KVPolicy`).
+    """
+    from ..hardware import load_accelerator
+    from ..precision import serving_activations
+    from ..validation.models import checkpoint_default_format
+    from ..validation.rows import WEIGHT_FORMATS, kv_cache_format
+
+    checkpoint = checkpoint_default_format(model_path)
+    weights = WEIGHT_FORMATS.get(precision.lower()) if precision else checkpoint
+    if weights is None:
+        raise ConfigError(f"precision: unknown weight format {precision!r}; allowed: "
+                          f"{', '.join(sorted(WEIGHT_FORMATS))} or '' (the checkpoint's own)")
+    if weights == "fp8" and checkpoint == "fp8_block":
+        weights = "fp8_block"
+    elif weights == "nvfp4" and checkpoint == "mxfp4":
+        weights = "mxfp4"
+    activations = serving_activations(weights, "fp4" in load_accelerator(hardware).compute)
+    return weights, activations, kv_cache_format(engine, weights)
+
+
+def _counts(name: str, values, low: float) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(values, dtype=float))
+    if arr.size == 0 or arr.ndim != 1 or not np.all(np.isfinite(arr) & (arr >= low)):
+        raise ConfigError(f"{name}: expected numbers >= {low:g}, got {np.asarray(values).tolist()!r}")
+    return arr
+
+
+def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None, rate=None,
+             engine: Any = "vllm", tp: int = 1, pp: int = 1, dp_attention: int = 1, ep: int = 1,
+             precision: str = "", prefill: PrefillPool | None = None, calibration: str = "calibrated",
+             efficiency: str = "calibrated", seed: int = 0) -> pd.DataFrame:
+    """Mean TTFT, TPOT and throughput of a deployment under load (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+        Model id, Hugging Face repo id or config.json path.
+    hardware : str
+        Accelerator id, a system name of the measured data (``h200_sxm``) or a hardware YAML path.
+    isl, osl : int
+        Prompt and output tokens per request (osl >= 2).
+    concurrency : float or list of float, optional
+        Closed-loop clients per replica (aggregated) or in total (P/D).
+    rate : float or list of float, optional
+        Open-loop Poisson request rates [1/s] of one replica (aggregated only; simulated).
+    engine : str | Engine
+        ``vllm``, ``sglang``, ``trtllm`` (fitted terms), ``<name>-preset`` or an engine.
+    tp, pp, dp_attention, ep : int
+        Layout of one (decode) replica; it spans tp × dp_attention × pp GPUs (TensorRT-LLM's "TP 8
+        with attention DP" is tp=1, dp_attention=8, ep=8).
+    precision : str
+        Weight format (``fp8``, ``nvfp4``/``fp4``, ``int4_wo``, ``bf16``; '' = the checkpoint's own).
+    prefill : PrefillPool, optional
+        Makes the deployment P/D-disaggregated.
+    calibration : str
+        Engine calibration profile (``calibrated`` or a YAML path).
+    efficiency : str
+        Per-op efficiency profile.
+    seed : int
+        Seed of the open-loop simulations.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per load point: ``concurrency`` or ``rate``, ``ttft_s``, ``tpot_s``, ``e2e_s``,
+        ``requests_per_s``, ``output_tokens_per_s`` (per replica, or the whole system when
+        disaggregated), ``output_tokens_per_s_per_gpu``, ``gpus``, ``n_decode``, ``limited_by``
+        (closed loop: ``clients``, ``max_num_seqs``, ``kv_cache``, ``prefill_budget`` or
+        ``prefill_pool``), ``path`` (``steady state`` or ``simulate``), the formats, the profiles and
+        ``engine`` (which engine and terms).
+    """
+    from ..core.efficiency import profile_for
+    from ..core.step import StepModel
+    from ..engine.engine import Engine
+    from ..validation.models import UnsupportedModel, resolve_model
+    from ..validation.rows import hardware_id
+    from .simulator import simulate
+    from .steady_disagg import steady_state_disagg
+    from .steady_state import steady_state
+    from .workload import Workload
+
+    served = Engine.load(engine, calibration=calibration)
+    backend = served.profile.backend or "vllm"
+    hw = hardware_id(str(hardware)) or str(hardware)
+    try:
+        spec = resolve_model(model)
+    except UnsupportedModel as exc:
+        raise ConfigError(f"model: {exc}") from None
+    for name, v, low in (("isl", isl, 1), ("osl", osl, 2)):
+        if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low):
+            raise ConfigError(f"{name}: expected an integer >= {low}, got {v!r}")
+    if spec.max_position_embeddings and isl + osl > spec.max_position_embeddings:
+        raise ConfigError(f"isl + osl = {isl + osl} exceeds {spec.id}'s context of "
+                          f"{spec.max_position_embeddings} tokens")
+    if (concurrency is None) == (rate is None):
+        raise ConfigError("give concurrency (closed-loop clients) or rate (open-loop requests/s), not both")
+    pools = [("", ep)] if prefill is None else [("", ep), ("prefill.", prefill.ep)]
+    for prefix, e in pools:
+        if e != 1 and spec.moe is None:
+            raise ConfigError(f"{prefix}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
+    weights, activations, kv = serving_formats(model, hw, backend, precision)
+
+    def replica(t, d, e):
+        moe_tp = (t * d) // e if spec.moe is not None and e and (t * d) % e == 0 else None
+        sm = StepModel(spec, hw, tp=t, pp=pp, ep=e, dp_attention=d, moe_tp=moe_tp, weights=weights,
+                       activations=activations, kv_cache=kv, efficiency=efficiency)
+        if not float(sm.kv_capacity_tokens) > 0:
+            raise ConfigError(f"cannot estimate this deployment: weights do not fit in device memory "
+                              f"({sm.weights_per_device / 1e9:.1f} GB per device on {hw})")
+        return sm
+
+    decode = replica(tp, dp_attention, ep)
+    gpus = decode.devices
+    if rate is not None:
+        if prefill is not None:
+            raise ConfigError("rate: open-loop estimates are for aggregated deployments; give concurrency "
+                              "for a P/D deployment")
+        rates = _counts("rate", rate, 1e-9)
+        rows = []
+        for lam in rates:
+            w = Workload.fixed(isl, osl, rate=float(lam))
+            s = simulate(decode, w, engine=served, requests=RATE_REQUESTS, seed=seed).summary(warmup=RATE_WARMUP)
+            rows.append({"rate": lam, "ttft_s": s["ttft_mean_s"], "tpot_s": s["tpot_mean_s"],
+                         "requests_per_s": s["throughput_rps"], "n_decode": np.nan, "limited_by": "",
+                         "path": "simulate"})
+        out = pd.DataFrame(rows)
+    else:
+        clients_per_rank = dp_attention * (1 if prefill is None else prefill.decode_workers)
+        conc = _counts("concurrency", concurrency, clients_per_rank)
+        if prefill is None:
+            res = steady_state(decode, conc, isl, osl, engine=served, schedulers=dp_attention)
+        else:
+            from ..validation.predict_disagg import kv_transfer_time
+
+            for name, v in (("prefill.workers", prefill.workers), ("prefill.decode_workers", prefill.decode_workers)):
+                if not (isinstance(v, (int, np.integer)) and v >= 1):
+                    raise ConfigError(f"{name}: expected an integer >= 1, got {v!r}")
+            pre = replica(prefill.tp, prefill.dp_attention, prefill.ep)
+            total = prefill.workers * pre.devices + prefill.decode_workers * decode.devices
+            res = steady_state_disagg(pre, decode, conc, isl, osl, prefill_replicas=prefill.workers,
+                                      decode_replicas=prefill.decode_workers, prefill_engine=served,
+                                      kv_transfer_s=kv_transfer_time(pre, total, isl),
+                                      prefill_schedulers=prefill.dp_attention, decode_schedulers=dp_attention)
+            gpus = total
+        out = pd.DataFrame({"concurrency": conc, "ttft_s": res.ttft_s, "tpot_s": res.tpot_s,
+                            "requests_per_s": res.throughput_rps, "n_decode": res.n_decode,
+                            "limited_by": res.limited_by, "path": "steady state"})
+    out["e2e_s"] = out["ttft_s"] + (osl - 1) * out["tpot_s"]
+    out["output_tokens_per_s"] = out["requests_per_s"] * osl
+    out["output_tokens_per_s_per_gpu"] = out["output_tokens_per_s"] / gpus
+    return out.assign(gpus=gpus, weights=weights, kv_cache=kv, mode="agg" if prefill is None else "disagg",
+                      efficiency_profile=profile_for(hw, efficiency).name, engine=served.label,
+                      engine_calibration=calibration if served.calibrated else "none (uncalibrated engine)")
