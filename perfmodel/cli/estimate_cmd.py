@@ -15,7 +15,7 @@ import argparse
 
 from ..errors import ConfigError
 from .output import add_format_arg, format_table, print_json
-from .predict_cmd import int_list
+from .predict_cmd import add_spec_decode_arg, int_list
 
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
@@ -60,6 +60,7 @@ def register(sub) -> None:
     p.add_argument("--engines", default="calibrated",
                    help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
     p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
+    add_spec_decode_arg(p)
     add_format_arg(p)
     p.set_defaults(func=run)
 
@@ -88,7 +89,10 @@ def run(args) -> int:
     elif given:
         raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: P/D pool options need "
                           f"--prefill-workers (the deployment is aggregated without it)")
-    out = estimate(args.model, args.hardware, engine=args.engine, concurrency=args.concurrency, rate=args.rate,
+    from ..engine.engine import Engine
+
+    engine = Engine.load(args.engine, calibration=args.engines, spec_decode=args.spec_decode)
+    out = estimate(args.model, args.hardware, engine=engine, concurrency=args.concurrency, rate=args.rate,
                    isl=args.isl, osl=args.osl, tp=args.tp, pp=args.pp, dp_attention=args.dp_attention,
                    ep=args.ep, precision=args.precision, prefill=prefill, calibration=args.engines,
                    efficiency=args.efficiency)

@@ -42,8 +42,31 @@ def register(sub) -> None:
     p.add_argument("--isl", type=int_list, default=[1024], help="input tokens, e.g. 2048 or 512,2048")
     p.add_argument("--osl", type=int_list, default=[128], help="output tokens, e.g. 256")
     p.add_argument("--batch", type=int_list, default=[1], help="concurrent sequences, e.g. 1,8,64")
+    p.add_argument("--engine", default=None,
+                   help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset; default none: "
+                        "the bare kernel model")
+    add_spec_decode_arg(p)
     add_format_arg(p)
     p.set_defaults(func=run)
+
+
+def add_spec_decode_arg(p: argparse.ArgumentParser) -> None:
+    """``--spec-decode``, one spelling for every serving command."""
+    p.add_argument("--spec-decode", default=None, metavar="SPEC",
+                   help="speculative decoding: mtp:k=3, eagle:k=4,accept=0.7, draft:MODEL,k=4,accept=0.7, "
+                        "ngram:k=5 or off (default off; acceptance defaults are sourced, docs/speculative.md)")
+
+
+def serving_engine(args, default: str | None = "vllm", **overrides):
+    """The :class:`perfmodel.engine.Engine` of ``--engine`` / ``--spec-decode`` (None without either)."""
+    name = args.engine or default
+    if name is None:
+        if args.spec_decode not in (None, "off"):
+            raise ConfigError("--spec-decode needs a serving engine: add --engine vllm|sglang|trtllm")
+        return None
+    from ..engine.engine import Engine
+
+    return Engine.load(name, spec_decode=args.spec_decode, **overrides)
 
 
 def _grid(args):
@@ -69,7 +92,7 @@ def run(args) -> int:
         pred = predict(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep,
                        dp_attention=args.dp_attention, isl=isl, osl=osl, batch=batch,
                        weights=args.weights, activations=args.activations, kv_cache=args.kv_cache,
-                       efficiency=args.efficiency)
+                       efficiency=args.efficiency, engine=serving_engine(args, default=None))
         records = pred.records()
         print_notes(checkpoint_note(args.model, args.weights))
     if args.format == "json":
@@ -80,5 +103,7 @@ def run(args) -> int:
         first = records[0]
         print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
               f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
+        if first.get("engine") and not str(first["engine"]).startswith("none"):
+            print(f"engine: {first['engine']}")
         print(format_table(records, cols))
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
+from .predict_cmd import add_spec_decode_arg, serving_engine
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -34,6 +35,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", default="vllm",
                    help="serving engine: vllm (default), vllm-2k, sglang, trtllm (with the terms fitted on measured runs), "
                         "vllm-preset, sglang-preset, trtllm-preset (uncalibrated) or a profile YAML path")
+    add_spec_decode_arg(g)
     g.add_argument("--engine-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
     g.add_argument("--replicas", type=int, default=None, help="replicas behind the router (default 1)")
@@ -95,9 +97,7 @@ def _engine(args):
             raise ConfigError(f"--engine-set: expected FIELD=VALUE, got {item!r}")
         key, value = (s.strip() for s in item.split("=", 1))
         overrides[key.replace("-", "_")] = _scalar(value)
-    from ..engine.engine import Engine
-
-    return Engine.load(args.engine, **overrides)
+    return serving_engine(args, **overrides)
 
 
 def _scalar(text: str) -> Any:

@@ -107,6 +107,7 @@ class Prediction:
         for r in recs:
             r["efficiency_fallback"] = self.config["efficiency_fallback"]
             r["basis"] = self.config["basis"]
+            r["engine"] = self.config.get("engine")
         return recs
 
     def breakdown(self) -> pd.DataFrame:

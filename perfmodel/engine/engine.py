@@ -48,12 +48,15 @@ class Engine:
     source : str
         Where the terms came from (profile file, fit date, data hash, cross-validated error), or why
         there are none.
+    spec : SpecDecode, optional
+        Speculative decoding (:mod:`perfmodel.engine.speculative`); None = off.
     """
 
     profile: EngineProfile
     terms: EngineCalibration
     calibrated: bool
     source: str
+    spec: Any = None
 
     @property
     def name(self) -> str:
@@ -64,13 +67,14 @@ class Engine:
     @property
     def label(self) -> str:
         """One line saying which engine and which terms a result used."""
-        return f"{self.name} ({'fitted terms: ' if self.calibrated else ''}{self.source})"
+        spec = f"; speculative decoding {self.spec.label()} ({self.spec.acceptance_source})" if self.spec else ""
+        return f"{self.name} ({'fitted terms: ' if self.calibrated else ''}{self.source}{spec})"
 
     # -- loading -------------------------------------------------------------------------------
     @classmethod
     def load(cls, name: str | Path | EngineProfile | Engine | dict | None = "vllm",
-             calibration: str = DEFAULT_CALIBRATION, **overrides: Any) -> Engine:
-        """An engine by name, YAML path, profile or mapping, with scheduler overrides.
+             calibration: str = DEFAULT_CALIBRATION, spec_decode: Any = None, **overrides: Any) -> Engine:
+        """An engine by name, YAML path, profile or mapping, with scheduler overrides and speculation.
 
         Parameters
         ----------
@@ -80,6 +84,9 @@ class Engine:
         calibration : str
             Engine calibration profile for the fitted terms: ``calibrated`` (shipped) or a YAML path
             written by ``perfmodel.validation.calibrate``.
+        spec_decode : str | SpecDecode | mapping, optional
+            Speculative decoding, e.g. ``"mtp:k=3"``, ``"eagle:k=4,accept=0.7"``, ``"off"``; None keeps
+            the engine's (off for a name).
         **overrides
             Scheduler fields to change, e.g. ``max_num_batched_tokens=2048``.
 
@@ -88,6 +95,16 @@ class Engine:
         UnknownNameError, SpecError, ConfigError
             Unknown name (closest ones suggested), invalid file or field.
         """
+        engine = cls._load(name, calibration, **overrides)
+        if spec_decode is None:
+            return engine
+        from .speculative import as_spec_decode
+
+        return replace(engine, spec=as_spec_decode(spec_decode))
+
+    @classmethod
+    def _load(cls, name: Any, calibration: str, **overrides: Any) -> Engine:
+        """:meth:`load` without speculative decoding."""
         if isinstance(name, Engine):
             return name if not overrides else replace(name, profile=name.profile.replace(**overrides))
         text = None if isinstance(name, (EngineProfile, dict)) or name is None else str(name)
@@ -122,7 +139,8 @@ class Engine:
         """The engine-aware step model of ``step_model`` (unchanged if it already carries terms)."""
         if getattr(step_model, "engine_terms", None) is not None:
             return step_model
-        return EngineStep(step_model, self.terms, _small_m_model(step_model) if self.terms.small_m_tactic else None)
+        return EngineStep(step_model, self.terms, _small_m_model(step_model) if self.terms.small_m_tactic else None,
+                          self.spec)
 
     def ttft_added(self, tpot):
         """Time a client's TTFT adds to the engine's [s]: ``request_overhead + first_token_steps · TPOT``."""
@@ -136,7 +154,10 @@ class Engine:
     def describe(self) -> dict[str, Any]:
         """Everything a result should say about its engine (for JSON output and tables)."""
         return {**self.profile.model_dump(), "name": self.name, "calibrated": self.calibrated,
-                "source": self.source, "terms": self.terms.values(), "defaults": self.profile.defaults_table()}
+                "source": self.source, "terms": self.terms.values(), "defaults": self.profile.defaults_table(),
+                "spec_decode": None if self.spec is None else {
+                    "spec": self.spec.label(), "expected_tokens_per_step": self.spec.expected_tokens,
+                    "acceptance_source": self.spec.acceptance_source}}
 
 
 def engine_names() -> list[str]:

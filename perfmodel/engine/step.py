@@ -95,10 +95,17 @@ class EngineStep:
     #: Marks a model that already carries engine step terms (they are never applied twice).
     engine_terms: EngineCalibration
 
-    def __init__(self, device_model: Any, terms: EngineCalibration, small_m_model: Any = None) -> None:
+    def __init__(self, device_model: Any, terms: EngineCalibration, small_m_model: Any = None,
+                 spec: Any = None) -> None:
         self.device_model = device_model
         self.engine_terms = terms
         self.small_m_model = small_m_model if terms.small_m_tactic else None
+        self.spec = spec
+        self.draft_model = None
+        if spec is not None and spec.method != "ngram":
+            from .speculative_draft import draft_step_model
+
+            self.draft_model = draft_step_model(device_model, spec)
         self.devices = device_model.devices
         self.kv_bytes_per_token = device_model.kv_bytes_per_token
         self.kv_capacity_tokens = device_model.kv_capacity_tokens
@@ -106,14 +113,12 @@ class EngineStep:
         self.layers = float(getattr(model, "num_layers", 0) or 0)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("device_model", "engine_terms", "small_m_model"):
+        if name.startswith("__") or name in ("device_model", "engine_terms", "small_m_model", "spec",
+                                              "draft_model"):
             raise AttributeError(name)
         return getattr(self.device_model, name)
 
-    def step_time(self, n_decode=0.0, mean_context=0.0, prefill_tokens=0.0, prefill_past=0.0) -> np.ndarray:
-        """Engine-aware time of one forward step [s] (arguments as ``StepModel.step_time``)."""
-        n, c, p, q = np.broadcast_arrays(*(np.asarray(x, dtype=float)
-                                           for x in (n_decode, mean_context, prefill_tokens, prefill_past)))
+    def _engine_time(self, n, c, p, q) -> np.ndarray:
         device, kernels = device_parts(self.device_model, n, c, p, q)
         delta = 0.0
         if self.small_m_model is not None:
@@ -121,5 +126,29 @@ class EngineStep:
         return engine_step_time(device, kernels, delta, p <= 0, self.engine_terms, self.layers,
                                 (n > 0) | (p > 0))
 
+    def step_time(self, n_decode=0.0, mean_context=0.0, prefill_tokens=0.0, prefill_past=0.0) -> np.ndarray:
+        r"""Engine-aware time of one forward step [s] (arguments as ``StepModel.step_time``).
+
+        With speculative decoding, a step's decodes are charged per generated token: the engine's
+        decode work :math:`T_{dec}(n, c)` becomes :math:`r\,T_{dec}` with
+        :math:`r = (t_{verify} + t_{draft}) / (E\,T^{dev}_{dec})` from
+        :func:`perfmodel.engine.speculative.speculative_step` (device times), so one simulated decode
+        step stands for 1/E of a speculative step and TPOT = step time / E in every path.
+        """
+        n, c, p, q = np.broadcast_arrays(*(np.asarray(x, dtype=float)
+                                           for x in (n_decode, mean_context, prefill_tokens, prefill_past)))
+        t = self._engine_time(n, c, p, q)
+        if self.spec is None or not np.any(n > 0):
+            return t
+        from .speculative import speculative_step
+
+        zero = np.zeros_like(n)
+        t_dec = np.where(p <= 0, t, self._engine_time(n, c, zero, zero) if np.any(p > 0) else t)
+        n1 = np.maximum(n, 1.0)
+        plain = np.asarray(self.device_model.step_time(n1, c, zero, zero), dtype=float)
+        ratio = speculative_step(self.device_model, self.spec, n1, c, self.draft_model).tpot / plain
+        return t + np.where(n > 0, (ratio - 1.0) * t_dec, 0.0)
+
     def __repr__(self) -> str:
-        return f"EngineStep({self.device_model!r}, {self.engine_terms.backend})"
+        spec = f", spec_decode={self.spec.label()}" if self.spec is not None else ""
+        return f"EngineStep({self.device_model!r}, {self.engine_terms.backend}{spec})"
