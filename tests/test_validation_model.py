@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from perfmodel.engine.calibration import EngineCalibration, load_profile, presets, profile_from_dict
+from perfmodel.engine.engine import Engine
 from perfmodel.serving import load_engine, steady_state
 from perfmodel.serving.waves import wave_wait
 from perfmodel.validation.fit import folds
@@ -51,11 +52,12 @@ def llama_rows():
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_tables_reproduce_the_exact_steady_state(llama_rows, engine):
     sm, c, i, o = llama_rows
-    eng = load_engine(engine)
-    exact = steady_state(sm, c, i, o, engine=eng)
+    served = Engine.load(engine)   # the fitted engine: its step terms enter both, once
+    eng = served.profile
+    exact = steady_state(sm, c, i, o, engine=served)
     tables = RowTables(build_tables(sm, i, o, c, np.maximum(i, eng.max_num_batched_tokens)),
-                       sm.kv_capacity_tokens)
-    fast = steady_state(tables, c, i, o, engine=eng, iterations=STEADY_STATE_ITERATIONS)
+                       sm.kv_capacity_tokens).adjusted(served.terms)
+    fast = steady_state(tables, c, i, o, engine=served, iterations=STEADY_STATE_ITERATIONS)
     assert np.max(np.abs(fast.tpot_s / exact.tpot_s - 1)) < 0.01
     assert np.max(np.abs(fast.ttft_s / exact.ttft_s - 1)) < 0.02
 
