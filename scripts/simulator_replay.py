@@ -37,7 +37,7 @@ from perfmodel.validation.run import serving_problem
 from perfmodel.validation.stepmodels import CONFIG_COLUMNS, StepModelCache
 
 
-def replay(rows: pd.DataFrame, requests_per_client: int, warmup: float) -> pd.DataFrame:
+def replay(rows: pd.DataFrame, requests_per_client: int, warmup: float, spread: bool = False) -> pd.DataFrame:
     """Simulated mean TTFT and TPOT [s] of each row (``sim_ttft_s``, ``sim_tpot_s``; NaN on failure)."""
     cache = StepModelCache("calibrated")
     timers: dict = {}
@@ -51,7 +51,8 @@ def replay(rows: pd.DataFrame, requests_per_client: int, warmup: float) -> pd.Da
             engine = Engine.load(base, max_num_batched_tokens=base.profile.max_num_batched_tokens * s,
                                  max_num_seqs=base.profile.max_num_seqs * s)
             c = max(int(round(r["concurrency"])), 1)
-            w = Workload.fixed(int(r["isl"]), max(int(r["osl"]), 2), concurrency=c)
+            ramp = float(r["predicted_ttft_s"] + (r["osl"] - 1) * r["predicted_tpot_s"]) if spread else 0.0
+            w = Workload.fixed(int(r["isl"]), max(int(r["osl"]), 2), concurrency=c, ramp_up=ramp)
             res = simulate(sm, w, engine=engine, requests=max(requests_per_client * c, 40), seed=1,
                            timer_cache=timers).summary(warmup=warmup)
             out.loc[idx, ["sim_ttft_s", "sim_tpot_s"]] = res["ttft_mean_s"], res["tpot_mean_s"]
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     ap.add_argument("--requests-per-client", type=int, default=6, help="requests simulated per client")
     ap.add_argument("--warmup", type=float, default=0.3, help="share of the run dropped")
+    ap.add_argument("--spread", action="store_true",
+                    help="start the clients spread over one predicted request duration (default: together)")
     ap.add_argument("--out", default=None, help="CSV of the replayed rows")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = pred[(pred["mode"] == "agg") & not_flagged(pred)]
     if args.rows and args.rows < len(rows):
         rows = rows.sample(args.rows, random_state=args.seed)
-    done = replay(rows, args.requests_per_client, args.warmup)
+    done = replay(rows, args.requests_per_client, args.warmup, args.spread)
     ok = done[np.isfinite(done["sim_ttft_s"])]
     print(f"rows replayed: {len(ok)} of {len(done)} sampled ({len(rows)} aggregated, scored); "
           f"{time.perf_counter() - t0:.0f} s")
