@@ -41,6 +41,7 @@ from ..core.parallel import Parallel
 from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
+from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
 
 #: ``system`` column -> accelerator id.
@@ -108,13 +109,12 @@ def kv_cache_format(backend: str, weights: str, policy: KVPolicy = DEFAULT_KV_PO
 
 
 def hardware_id(system: str) -> str | None:
-    """Accelerator id of a ``system`` cell: the CSV names (:data:`SYSTEMS`) or any shipped id."""
+    """Accelerator id of a ``system`` cell: the CSV names (:data:`SYSTEMS`), else whatever part
+    :func:`~perfmodel.validation.hardware_names.parse_hardware` reads (shipped ids and aliases,
+    ``"8xB200"``, ``"H200-SXM-141GB (x8)"``...); None when it reads none."""
     if system in SYSTEMS:
         return SYSTEMS[system]
-    try:
-        return load_accelerator(system).id if system else None
-    except PerfmodelError:
-        return None
+    return parse_hardware(system).accelerator if system else None
 
 
 def silicon_concurrency(source: str) -> float:
