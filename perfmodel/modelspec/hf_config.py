@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import SpecError
-from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape
+from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape, RecurrentShape, SparseAttentionShape
 
 _MISSING = object()
 #: transformers' default: every 4th Llama-4 layer is NoPE with global (full) attention.
@@ -145,12 +145,12 @@ def _qwen_windows(r: _Reader, n: int) -> list[int | None]:
     return [sliding if i >= first else None for i in range(n)]
 
 
-def _merge(layers: list[tuple[str, int | None]]) -> tuple[LayerGroup, ...]:
-    """Count identical (ffn, window) layers, in order of first appearance."""
-    counts: dict[tuple[str, int | None], int] = {}
+def _merge(layers: list[tuple]) -> tuple[LayerGroup, ...]:
+    """Count identical (ffn, window[, mixer]) layers, in order of first appearance."""
+    counts: dict[tuple, int] = {}
     for key in layers:
         counts[key] = counts.get(key, 0) + 1
-    return tuple(LayerGroup(c, ffn, window) for (ffn, window), c in counts.items())  # type: ignore[arg-type]
+    return tuple(LayerGroup(c, *key) for key, c in counts.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +250,83 @@ def _deepseek_v3(r: _Reader) -> dict:
     return f
 
 
+def _deepseek_v32(r: _Reader) -> dict:
+    """DeepSeek-V3.2 and GLM-5 (``glm_moe_dsa``): the DeepSeek-V3 layout (MLA, shared expert, first k
+    layers dense) with DeepSeek Sparse Attention on every layer."""
+    f = _deepseek_v3(r)
+    dsa = SparseAttentionShape(r.int("index_n_heads"), r.int("index_head_dim"), r.int("index_topk"))
+    f["sparse_attention"] = dsa
+    f["notes"] = (*f["notes"], f"DeepSeek Sparse Attention: a {dsa.index_heads}-head indexer scores every "
+                  f"cached token, attention reads the top {dsa.top_k}; the indexer caches "
+                  f"{dsa.index_head_dim} more elements per token per layer")
+    return f
+
+
+def _gated_deltanet(r: _Reader) -> RecurrentShape:
+    """Gated DeltaNet mixer of Qwen3-Next / Qwen3.5 linear-attention layers.
+
+    Input projections q, k (``n_k·d_k`` each), v and the output gate z (``n_v·d_v`` each), and the
+    per-value-head ``b`` (β) and ``a`` (decay) scalars; the conv runs over q, k and v.
+    """
+    nk, nv = r.int("linear_num_key_heads"), r.int("linear_num_value_heads")
+    dk, dv = r.int("linear_key_head_dim"), r.int("linear_value_head_dim")
+    if nv % nk:
+        raise r.fail(f"{r.name('linear_num_value_heads')} ({nv}) is not divisible by "
+                     f"{r.name('linear_num_key_heads')} ({nk})")
+    key_dim, value_dim = nk * dk, nv * dv
+    state = str(r.get("mamba_ssm_dtype", "bfloat16"))
+    return RecurrentShape("gated_deltanet", nv, dk, dv, in_proj=2 * key_dim + 2 * value_dim + 2 * nv,
+                          out_proj=value_dim, conv_channels=2 * key_dim + value_dim,
+                          conv_kernel=r.int("linear_conv_kernel_dim"), head_params=2, norm_width=dv,
+                          state_dtype={"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(state, state))
+
+
+def _linear_layers(r: _Reader, n: int) -> list[str]:
+    """Per-layer mixer of a Qwen3-Next / Qwen3.5 hybrid: ``layer_types`` or every
+    ``full_attention_interval``-th layer full attention, the others linear (Gated DeltaNet)."""
+    types = r.get("layer_types")
+    if types is None:
+        interval = r.int("full_attention_interval")
+        return ["attention" if (i + 1) % interval == 0 else "recurrent" for i in range(n)]
+    if not isinstance(types, list) or len(types) != n:
+        got = len(types) if isinstance(types, list) else repr(types)
+        raise r.fail(f"{r.name('layer_types')} must list one type per layer ({n}), got {got}")
+    kinds = {"full_attention": "attention", "linear_attention": "recurrent"}
+    bad = [f"[{i}] {t!r}" for i, t in enumerate(types) if t not in kinds]
+    if bad:
+        raise r.fail(f"{r.name('layer_types')}{bad[0]}; supported: {', '.join(kinds)}")
+    return [kinds[t] for t in types]
+
+
+def _qwen3_next(r: _Reader) -> dict:
+    """Qwen3-Next / Qwen3.5 hybrids: Gated DeltaNet layers and every 4th a gated full-attention layer
+    (Q/K norm, output gate); MoE with a gated shared expert (``*_moe``) or a dense FFN."""
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    mixers = _linear_layers(r, n)
+    f.update(qk_norm=True, attention_output_gate=r.flag("attn_output_gate", True),
+             attention_bias=r.flag("attention_bias", False), attention_out_bias=False,
+             recurrent=_gated_deltanet(r),
+             notes=("Gated DeltaNet layers keep a fixed recurrent state per sequence instead of a KV cache",
+                    "multi-token-prediction (MTP) layers are not counted"))
+    if r.has("num_experts"):
+        experts, top_k = r.int("num_experts"), r.int("num_experts_per_tok")
+        _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_experts")
+        shared = r.int("shared_expert_intermediate_size", 0, minimum=0)
+        step = r.int("decoder_sparse_step", 1)
+        dense_only = set(r.int_list("mlp_only_layers") or [])
+        ffn = ["moe" if i not in dense_only and (i + 1) % step == 0 else "dense" for i in range(n)]
+        f["moe"] = MoEShape(experts, top_k, r.int("moe_intermediate_size"), 1 if shared else 0, shared,
+                            shared_expert_gate=bool(shared))
+        f["intermediate_size"] = r.int("intermediate_size", r.int("moe_intermediate_size"))
+    else:
+        ffn = ["dense"] * n
+        f["intermediate_size"] = r.int("intermediate_size")
+    f["layer_groups"] = _merge([(x, None, m) for x, m in zip(ffn, mixers, strict=True)])
+    return f
+
+
 def _gpt_oss(r: _Reader) -> dict:
     f = _base(r)
     f.update(_attention_heads(r, f["hidden_size"]))
@@ -333,7 +410,11 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "llama": _llama, "llama4": _llama4, "llama4_text": _llama4, "mistral": _mistral,
     "mixtral": _mixtral, "qwen2": _qwen2, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gpt_oss": _gpt_oss, "gptj": _gptj,
+    "deepseek_v32": _deepseek_v32, "glm_moe_dsa": _deepseek_v32, "qwen3_next": _qwen3_next,
+    "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
 }
+#: Multimodal wrappers whose ``text_config`` is the decoder the spec describes.
+_TEXT_WRAPPERS = {"llama4": "llama4", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 #: ``model_type`` values :func:`from_hf_config` understands.
 SUPPORTED_FAMILIES: tuple[str, ...] = tuple(sorted(_FAMILIES))
 
@@ -345,8 +426,8 @@ def from_hf_config(config: dict, id: str, hf_repo_id: str | None = None, source:
     Parameters
     ----------
     config : dict
-        The parsed ``config.json``. Llama-4's multimodal wrapper is accepted: its ``text_config``
-        is read (errors then name ``text_config.<field>``).
+        The parsed ``config.json``. Multimodal wrappers (Llama-4, Qwen3.5) are accepted: their
+        ``text_config`` is read (errors then name ``text_config.<field>``).
     id : str
         Identifier given to the spec.
     hf_repo_id, source : str, optional
@@ -368,11 +449,12 @@ def from_hf_config(config: dict, id: str, hf_repo_id: str | None = None, source:
     if model_type is None:
         raise SpecError(f"{origin}: missing 'model_type'; supported families: {supported}")
     reader = _Reader(config, origin)
-    if model_type == "llama4" and isinstance(config.get("text_config"), dict):
+    if model_type in _TEXT_WRAPPERS and isinstance(config.get("text_config"), dict):
         text = dict(config["text_config"])
         if "tie_word_embeddings" in config and "tie_word_embeddings" not in text:
             text["tie_word_embeddings"] = config["tie_word_embeddings"]
         reader = _Reader(text, origin, "text_config.")
+        model_type = _TEXT_WRAPPERS[model_type] if model_type != "llama4" else model_type
     if model_type not in _FAMILIES:
         raise SpecError(f"{origin}: unsupported 'model_type' {model_type!r}; "
                         f"supported families: {supported}")

@@ -17,8 +17,9 @@ cannot be predicted. Order of look-up:
    - ``nvidia/DeepSeek-V3.1-NVFP4``: DeepSeek-V3 architecture (``deepseek_v3``).
 
    These bridges belong in :mod:`perfmodel.modelspec` once that reader supports the families.
-3. Families with attention the core cost model does not cover are refused with that reason (Qwen3.5:
-   gated-delta-net linear attention layers; GLM-5: DeepSeek sparse attention, DSA).
+3. Families with attention the core cost model does not cover are refused with that reason
+   (:data:`UNSUPPORTED_ARCHITECTURES`; empty since Qwen3.5 / Qwen3-Next Gated DeltaNet hybrids and
+   DeepSeek Sparse Attention models — DeepSeek-V3.2, GLM-5 — are shipped model families).
 """
 
 from __future__ import annotations
@@ -36,13 +37,9 @@ class UnsupportedModel(PerfmodelError):
     """A measured row's model cannot be costed; the message is the skip reason."""
 
 
-#: Repo-id fragments (lower case) of architectures the cost model does not cover, with the reason.
-UNSUPPORTED_ARCHITECTURES: dict[str, str] = {
-    "qwen3.5": "unsupported attention: Qwen3.5 hybrid gated-delta-net linear attention",
-    "qwen3_5": "unsupported attention: Qwen3.5 hybrid gated-delta-net linear attention",
-    "glm-5": "unsupported attention: GLM-5 DeepSeek sparse attention (DSA)",
-    "glm5": "unsupported attention: GLM-5 DeepSeek sparse attention (DSA)",
-}
+#: Repo-id fragments (lower case) of architectures the cost model does not cover, with the reason
+#: (none today: Qwen3.5's Gated DeltaNet layers and GLM-5's DeepSeek Sparse Attention are modelled).
+UNSUPPORTED_ARCHITECTURES: dict[str, str] = {}
 
 #: Repo id (lower case) -> (shipped config file, how to read it) for the bridged checkpoints.
 BRIDGES: dict[str, tuple[str, str]] = {
