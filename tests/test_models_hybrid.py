@@ -125,3 +125,28 @@ def test_attention_layout_for_heads_the_tp_does_not_divide():
     assert attention_layout(llama, 48) == (48, 1)        # dense: no attention DP to fall back on
     par = Parallel.build(r1, *attention_layout(r1, 36)[:1], dp_attention=36, moe_tp=36)
     assert (par.tp, par.dp_attention, par.group, par.moe_tp_eff) == (1, 36, 36, 36)
+
+
+def test_qwen3_next_80b_params_kv_and_bf16_state_by_hand():
+    m = load_model("Qwen/Qwen3-Next-80B-A3B-Instruct")       # same architecture as the shipped Thinking
+    assert m.id == "qwen3-next-80b-a3b" and m.recurrent.state_dtype == "bf16"   # no mamba_ssm_dtype
+    h, V = 2048, 151936
+    attn = h * 16 * 256 * 2 + h * 2 * 512 + 16 * 256 * h
+    gdn = h * (2 * 2048 + 2 * 4096 + 2 * 32) + 4096 * h + (2 * 2048 + 4096) * 4 + 32 * 2 + 128
+    moe = 512 * 3 * h * 512 + 3 * h * 512 + 512 * h + h
+    total = 12 * (attn + moe + 2 * h + 2 * 256) + 36 * (gdn + moe + 2 * h) + h + 2 * V * h
+    assert params_total(m) == total and 79e9 < total < 81e9
+    assert kv_bytes_per_token(m, "bf16") == 12 * 2 * 512 * 2
+    assert state_bytes_per_sequence(m) == 36 * (32 * 128 * 128 * 2 + 3 * (2 * 2048 + 4096) * 2)
+
+
+def test_minimax_m2_is_a_family_of_its_own():
+    m = load_model("MiniMaxAI/MiniMax-M2.5")
+    assert (m.family, m.qk_norm, m.qk_norm_per_layer, m.moe.router_bias) == ("minimax_m2", True, True, True)
+    h, V = 3072, 200064
+    attn = h * 48 * 128 + h * 8 * 256 + 48 * 128 * h
+    norms = 2 * h + (48 + 8) * 128                                   # Q/K norms over all heads
+    moe = 256 * 3 * h * 1536 + 256 * h + 256
+    assert params_total(m) == 62 * (attn + moe + norms) + h + 2 * V * h
+    assert 225e9 < params_total(m) < 232e9                           # "230B"
+    assert kv_bytes_per_token(m, "bf16") == 62 * 2 * 8 * 128 * 2 == 253_952

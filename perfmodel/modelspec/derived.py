@@ -14,7 +14,8 @@ Parameters (per layer)
     Dense FFN: m·h·I (+ (m−1)·I + h biases for GPT-J).
     One routed expert: m·h·I_e (+ (m−1)·I_e + h with expert biases); shared experts: m·h·I_s;
     router: E·h (+ E bias, + h for a shared-expert gate).
-    Norms: norms_per_layer·h (×2 with LayerNorm bias) + 2·d (Q/K norm) + r_q + r_kv (MLA norms).
+    Norms: norms_per_layer·h (×2 with LayerNorm bias) + 2·d (Q/K norm; (n_q + n_kv)·d when the norm
+    spans all heads, MiniMax-M2) + r_q + r_kv (MLA norms).
 Model level: input embedding V·h, LM head V·h (+ V bias) unless tied, final norm h (×2 with bias).
 
     Attention output gate (Qwen3-Next / Qwen3.5): + h·n_q·d (the Q projection is twice as wide).
@@ -137,7 +138,8 @@ def norm_params_per_layer(spec: ModelSpec, group: LayerGroup | None = None) -> i
     if group is not None and group.mixer == "recurrent":
         return n
     if spec.qk_norm:
-        n += 2 * spec.head_dim
+        n += (spec.num_attention_heads + spec.num_kv_heads) * spec.head_dim if spec.qk_norm_per_layer \
+            else 2 * spec.head_dim
     if spec.mla is not None:
         n += (spec.mla.q_lora_rank or 0) + spec.mla.kv_lora_rank
     return n

@@ -201,6 +201,22 @@ def _mixtral(r: _Reader) -> dict:
     return f
 
 
+def _minimax_m2(r: _Reader) -> dict:
+    """MiniMax-M2: GQA with Q/K RMSNorm over all heads (``qk_norm_type: per_layer``), MoE on every
+    layer (``num_local_experts`` experts of ``intermediate_size``, sigmoid router with a bias)."""
+    f = _llama_like(r, sliding=False)
+    experts, top_k = r.int("num_local_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_local_experts")
+    if r.int("shared_intermediate_size", 0, minimum=0):
+        raise r.fail(f"{r.name('shared_intermediate_size')} > 0 (a shared expert) is not supported for minimax_m2")
+    per_layer = r.get("qk_norm_type", "per_layer") == "per_layer"
+    f.update(qk_norm=r.flag("use_qk_norm", False), qk_norm_per_layer=per_layer,
+             moe=MoEShape(experts, top_k, f["intermediate_size"], router_bias=r.flag("use_routing_bias", False)),
+             layer_groups=tuple(LayerGroup(g.count, "moe", g.window) for g in f["layer_groups"]),
+             notes=("multi-token-prediction (MTP) modules are not counted",))
+    return f
+
+
 def _qwen3_moe(r: _Reader) -> dict:
     f = _qwen3(r)
     n = f["num_layers"]
@@ -411,7 +427,7 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "mixtral": _mixtral, "qwen2": _qwen2, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gpt_oss": _gpt_oss, "gptj": _gptj,
     "deepseek_v32": _deepseek_v32, "glm_moe_dsa": _deepseek_v32, "qwen3_next": _qwen3_next,
-    "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
+    "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2,
 }
 #: Multimodal wrappers whose ``text_config`` is the decoder the spec describes.
 _TEXT_WRAPPERS = {"llama4": "llama4", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}

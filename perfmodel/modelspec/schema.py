@@ -195,6 +195,9 @@ class ModelSpec:
         One learned sink logit per head and layer (gpt-oss); ``num_attention_heads`` parameters.
     qk_norm : bool
         RMSNorm with weights over ``head_dim`` on Q and K (Qwen3): ``2 * head_dim`` parameters.
+    qk_norm_per_layer : bool
+        The Q/K norms span all heads (MiniMax-M2 ``qk_norm_type: per_layer``):
+        ``(n_q + n_kv) * head_dim`` parameters instead.
     ffn_bias : bool
         Dense FFN matrices carry biases (GPT-J).
     norms_per_layer : int
@@ -241,6 +244,7 @@ class ModelSpec:
     attention_out_bias: bool = False
     attention_sinks: bool = False
     qk_norm: bool = False
+    qk_norm_per_layer: bool = False
     ffn_bias: bool = False
     norms_per_layer: int = 2
     norm_bias: bool = False
