@@ -1,5 +1,6 @@
-"""Hybrid and sparse-attention model families read from config.json: Qwen3.5 (Gated DeltaNet +
-gated full attention), GLM-5 / DeepSeek-V3.2 (MLA + DeepSeek Sparse Attention).
+"""Hybrid and sparse-attention model families read from config.json: Qwen3.5 / Qwen3-Next (Gated
+DeltaNet + gated full attention), GLM-5 / DeepSeek-V3.2 (MLA + DeepSeek Sparse Attention), Nemotron-H
+(Mamba-2 hybrid of single-sublayer blocks), MiniMax-M2.
 
 Parameter counts and KV / state bytes are derived by hand from the shipped config.json fields.
 """
@@ -10,10 +11,11 @@ import numpy as np
 import pytest
 
 from perfmodel.core.memory import kv_bytes_per_token_device, state_bytes_per_sequence_device
-from perfmodel.core.ops import StepShape, attention_ops, recurrent_ops
+from perfmodel.core.ops import Message, StepShape, attention_ops, recurrent_ops
 from perfmodel.core.parallel import Parallel, attention_layout
 from perfmodel.core.step import StepModel
-from perfmodel.modelspec import kv_bytes_per_token, load_model, params_active, params_total
+from perfmodel.errors import SpecError
+from perfmodel.modelspec import from_hf_config, kv_bytes_per_token, load_model, params_active, params_total
 from perfmodel.modelspec.derived import state_bytes_per_sequence
 from perfmodel.precision import Precision
 
@@ -150,3 +152,47 @@ def test_minimax_m2_is_a_family_of_its_own():
     assert params_total(m) == 62 * (attn + moe + norms) + h + 2 * V * h
     assert 225e9 < params_total(m) < 232e9                           # "230B"
     assert kv_bytes_per_token(m, "bf16") == 62 * 2 * 8 * 128 * 2 == 253_952
+
+
+def test_nemotron_h_56b_blocks_params_kv_and_state_by_hand():
+    m = load_model("nvidia/Nemotron-H-56B-Base-8K")
+    assert m.id == "nemotron-h-56b" and m.recurrent.kind == "mamba2" and m.norms_per_layer == 1
+    # hybrid_override_pattern: 54 Mamba-2 blocks, 54 MLP blocks, 10 attention blocks
+    assert {(g.mixer, g.ffn, g.count) for g in m.layer_groups} == {
+        ("recurrent", "none", 54), ("none", "dense", 54), ("attention", "none", 10)}
+    h, V = 8192, 131072
+    d_inner, bc = 256 * 64, 2 * 8 * 256
+    mamba = h * (2 * d_inner + bc + 256) + d_inner * h + (d_inner + bc) * (4 + 1) + 256 * 3 + d_inner
+    attn = h * 64 * 128 + h * 8 * 256 + 64 * 128 * h
+    mlp = 2 * h * 32768                                              # squared ReLU: up and down only
+    total = 54 * (mamba + h) + 54 * (mlp + h) + 10 * (attn + h) + h + 2 * V * h
+    assert params_total(m) == total and 56.0e9 < total < 56.6e9
+    assert kv_bytes_per_token(m, "bf16") == 10 * 2 * 8 * 128 * 2      # attention blocks only
+    assert state_bytes_per_sequence(m) == 54 * (256 * 256 * 64 * 2 + 3 * (d_inner + bc) * 2)
+
+
+def test_nemotron_3_nano_moe_blocks_and_fp32_state():
+    m = load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8")
+    assert m.id == "nemotron-3-nano-30b-a3b" and m.recurrent.state_dtype == "fp32"
+    h, V = 2688, 131072
+    d_inner, bc = 64 * 64, 2 * 8 * 128
+    mamba = h * (2 * d_inner + bc + 64) + d_inner * h + (d_inner + bc) * 5 + 64 * 3 + d_inner
+    attn = h * 32 * 128 + h * 2 * 256 + 32 * 128 * h
+    moe = 128 * 2 * h * 1856 + 2 * h * 3712 + 128 * h + 128
+    active_moe = 6 * 2 * h * 1856 + 2 * h * 3712 + 128 * h + 128
+    rest = 23 * (mamba + h) + 6 * (attn + h) + h + 2 * V * h
+    assert params_total(m) == rest + 23 * (moe + h)                 # 31.6e9
+    assert params_active(m) == rest + 23 * (active_moe + h)         # 3.6e9 with embeddings
+    assert state_bytes_per_sequence(m) == 23 * (64 * 128 * 64 * 4 + 3 * (d_inner + bc) * 2)
+
+
+def test_single_sublayer_blocks_have_only_their_own_ops_and_messages():
+    m = load_model("nemotron-h-56b")
+    sm = StepModel(m, "h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
+    b = sm.breakdown(StepShape.make(n_decode=8, context=2048))
+    # one all-reduce per block: 64 mixer blocks (attention + Mamba) and 54 MLP blocks
+    msg = {name: float(v) for name, v in b.comm.items()}
+    one = float(sm._message_time(Message("x", "all_reduce", np.asarray(8 * 8192 * 2.0), 4)))
+    assert msg["attn_allreduce"] == pytest.approx(64 * one) and msg["ffn_allreduce"] == pytest.approx(54 * one)
+    with pytest.raises(SpecError, match="moe_latent_size"):      # Nemotron-3 Super / Ultra
+        from_hf_config({"model_type": "nemotron_h", "moe_latent_size": 1024}, "x")

@@ -44,6 +44,8 @@ def attention_weight_elems(model: ModelSpec, tp: int) -> float:
 def mixer_weight_elems(model: ModelSpec, group: LayerGroup, tp: int) -> float:
     """Token-mixer weights of one layer of ``group`` on one device [elements]: attention, or the
     recurrent mixer with its heads split over tp."""
+    if group.mixer == "none":
+        return 0.0
     if group.mixer == "recurrent":
         return recurrent_params(model) / tp
     return attention_weight_elems(model, tp)
@@ -52,6 +54,8 @@ def mixer_weight_elems(model: ModelSpec, group: LayerGroup, tp: int) -> float:
 def ffn_weight_elems(model: ModelSpec, group: LayerGroup, par: Parallel) -> float:
     """FFN or MoE weights of one layer on one device [elements] (all local experts, router)."""
     h, mats = model.hidden_size, model.ffn_matrices
+    if group.ffn == "none":
+        return 0.0
     if group.ffn == "dense":
         return mats * h * model.intermediate_size / par.group
     moe = model.moe

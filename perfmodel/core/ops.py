@@ -352,6 +352,8 @@ def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Prec
     """Token-mixer ops of one layer (see module notation): projections and attention cores (decode
     and prefill), plus the DSA indexer where the model has one; or the recurrent mixer's ops for a
     ``recurrent`` layer group."""
+    if group.mixer == "none":
+        return []
     if group.mixer == "recurrent":
         return recurrent_ops(model, par, prec, s)
     ops = [*attention_projection_ops(model, par, prec, s), decode_attention_op(model, group, par, prec, s),
@@ -380,6 +382,8 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     t = s.tokens
     mats = model.ffn_matrices
     ops: list[Op] = []
+    if group.ffn == "none":
+        return ops
     if group.ffn == "dense":
         inter = model.intermediate_size / g
         ops.append(_gemm("ffn_up", "ffn", t, (mats - 1) * inter, h, wb, ab))
@@ -417,40 +421,48 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
 
     ``part`` keeps one side of an attention–FFN split: ``"attention"`` the add + norm traffic (the
     ``h`` term, 2 kernels), ``"ffn"`` the activation function (the ``I`` term, 1 kernel); ``"all"``
-    (default) is the whole op.
+    (default) is the whole op. A single-sublayer block (mixer or FFN ``"none"``, Nemotron-H) has one
+    add + norm kernel (``4h``) and, without an FFN, no activation.
     """
     ab = prec.act_bytes
     t = s.tokens
-    if group.ffn == "dense":
+    norms = 1.0 if "none" in (group.mixer, group.ffn) else 2.0
+    if group.ffn == "none":
+        act = np.zeros_like(t)
+    elif group.ffn == "dense":
         act = t * model.intermediate_size / par.group
     else:
         moe = model.moe
         assert moe is not None
         act = (t * moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
                + t * moe.shared_intermediate_size / par.group)
-    norm_elems = 8.0 * model.hidden_size * t / par.dp_attention
+    act_kernels = 0.0 if group.ffn == "none" else 1.0
+    norm_elems = 4.0 * norms * model.hidden_size * t / par.dp_attention
     if part == "all":
         data = ab * (norm_elems + 3.0 * act)
-        return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=3.0 * (t > 0))
+        return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data,
+                  kernels=(norms + act_kernels) * (t > 0))
     if part == "attention":
         data = ab * norm_elems
         return Op("elementwise_attention", "elementwise", "memory", np.zeros_like(data), data,
-                  kernels=2.0 * (t > 0))
+                  kernels=norms * (t > 0))
     if part == "ffn":
         data = ab * 3.0 * act
-        return Op("elementwise_ffn", "elementwise", "memory", np.zeros_like(data), data, kernels=1.0 * (t > 0))
+        return Op("elementwise_ffn", "elementwise", "memory", np.zeros_like(data), data,
+                  kernels=act_kernels * (t > 0))
     raise ValueError(f"part: expected 'all', 'attention' or 'ffn', got {part!r}")
 
 
 def layer_messages(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
                    s: StepShape) -> list[Message]:
-    """Collectives of one layer: TP all-reduces, or EP all-to-all with attention-DP."""
+    """Collectives of one layer: TP all-reduces, or EP all-to-all with attention-DP (none for the
+    sublayer a Nemotron-H block does not have)."""
     h, ab = model.hidden_size, prec.act_bytes
     t = s.tokens
     msgs: list[Message] = []
-    if par.tp > 1:
+    if par.tp > 1 and group.mixer != "none":
         msgs.append(Message("attn_allreduce", "all_reduce", t / par.dp_attention * h * ab, par.tp))
-    if par.group > 1:
+    if par.group > 1 and group.ffn != "none":
         if par.dp_attention == 1:
             msgs.append(Message("ffn_allreduce", "all_reduce", t * h * ab, par.group))
         elif group.ffn == "moe":

@@ -416,11 +416,13 @@ class StepModel:
 
     @functools.cached_property
     def _ffn_groups(self) -> list[LayerGroup]:
-        """Layers merged by FFN kind (their window is irrelevant to FFN ops and messages)."""
-        counts: dict[str, int] = {}
+        """Layers merged by FFN kind and whether they have a mixer (their window and mixer kind are
+        irrelevant to FFN ops, norms and messages)."""
+        counts: dict[tuple, int] = {}
         for g in self.model.layer_groups:
-            counts[g.ffn] = counts.get(g.ffn, 0) + g.count
-        return [LayerGroup(count=c, ffn=f, window=None) for f, c in counts.items()]
+            key = (g.ffn, "none" if g.mixer == "none" else "attention")
+            counts[key] = counts.get(key, 0) + g.count
+        return [LayerGroup(count=c, ffn=f, window=None, mixer=m) for (f, m), c in counts.items()]
 
     def _offload(self, op: Op, group, shape: StepShape) -> tuple[Op, np.ndarray]:
         """Move the host-resident share of a decode attention op's KV bytes to the host link."""

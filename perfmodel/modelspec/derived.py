@@ -122,6 +122,8 @@ def recurrent_params(spec: ModelSpec) -> int:
 
 def mixer_params(spec: ModelSpec, group: LayerGroup) -> int:
     """Token-mixer parameters of one layer of ``group``: attention or the recurrent mixer."""
+    if group.mixer == "none":
+        return 0
     return recurrent_params(spec) if group.mixer == "recurrent" else attention_params(spec)
 
 
@@ -135,7 +137,7 @@ def norm_params_per_layer(spec: ModelSpec, group: LayerGroup | None = None) -> i
     """Normalisation weights of one layer (hidden-size norms, Q/K norms, MLA latent norms); a
     recurrent layer has the hidden-size norms only (its gated norm is part of the mixer)."""
     n = spec.norms_per_layer * spec.hidden_size * (2 if spec.norm_bias else 1)
-    if group is not None and group.mixer == "recurrent":
+    if group is not None and group.mixer != "attention":
         return n
     if spec.qk_norm:
         n += (spec.num_attention_heads + spec.num_kv_heads) * spec.head_dim if spec.qk_norm_per_layer \
@@ -151,6 +153,8 @@ def layer_params(spec: ModelSpec, group: LayerGroup) -> LayerParams:
     ``attention`` holds the layer's token mixer: attention, or the recurrent mixer of a recurrent
     layer."""
     attn, norms = mixer_params(spec, group), norm_params_per_layer(spec, group)
+    if group.ffn == "none":
+        return LayerParams(attn, 0, 0, 0, 0, 0, norms)
     if group.ffn == "dense" or spec.moe is None:
         return LayerParams(attn, ffn_params(spec, spec.intermediate_size, spec.ffn_bias), 0, 0, 0, 0, norms)
     moe = spec.moe

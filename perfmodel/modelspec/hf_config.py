@@ -343,6 +343,75 @@ def _qwen3_next(r: _Reader) -> dict:
     return f
 
 
+#: Nemotron-H ``hybrid_override_pattern`` characters -> (mixer, ffn) of the block.
+NEMOTRON_H_BLOCKS = {"M": ("recurrent", "none"), "*": ("attention", "none"), "-": ("none", "dense"),
+                     "E": ("none", "moe")}
+
+
+def _mamba2(r: _Reader) -> RecurrentShape:
+    """Mamba-2 mixer of Nemotron-H: input projection to z, x (``d_inner`` each), B, C (``n_groups ·
+    ssm_state_size`` each) and dt (one per head); conv over x, B, C; per head A, D, dt bias; gated
+    norm over ``d_inner``; state per head ``ssm_state_size × mamba_head_dim``."""
+    heads, head_dim = r.int("mamba_num_heads"), r.int("mamba_head_dim")
+    d_state, groups = r.int("ssm_state_size"), r.int("n_groups", 1)
+    if heads % groups:
+        raise r.fail(f"{r.name('mamba_num_heads')} ({heads}) is not divisible by {r.name('n_groups')} ({groups})")
+    if r.flag("mamba_proj_bias", False):
+        raise r.fail(f"{r.name('mamba_proj_bias')} true is not supported")
+    d_inner, bc = heads * head_dim, 2 * groups * d_state
+    state = str(r.get("mamba_ssm_cache_dtype", "bfloat16"))
+    return RecurrentShape("mamba2", heads, d_state, head_dim, in_proj=2 * d_inner + bc + heads, out_proj=d_inner,
+                          conv_channels=d_inner + bc, conv_kernel=r.int("conv_kernel"), head_params=3,
+                          norm_width=d_inner, conv_bias=r.flag("use_conv_bias", True),
+                          state_dtype={"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(state, state),
+                          chunk=r.int("chunk_size", 128))
+
+
+def _nemotron_h(r: _Reader) -> dict:
+    """Nemotron-H / Nemotron-3 hybrids: a ``hybrid_override_pattern`` of single-sublayer blocks, each a
+    Mamba-2 mixer (``M``), a GQA attention layer (``*``), a squared-ReLU MLP (``-``, two matrices) or a
+    MoE (``E``: routed and shared experts of the same two-matrix kind), with one norm per block."""
+    cfg = dict(r.cfg)
+    if "head_dim" not in cfg and "attention_head_dim" in cfg:
+        cfg["head_dim"] = cfg["attention_head_dim"]
+    types = cfg.get("layers_block_type")
+    if isinstance(types, list) and "hybrid_override_pattern" not in cfg:  # newer spelling, one word per block
+        names = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        cfg["hybrid_override_pattern"] = "".join(names.get(str(t), "?") for t in types)
+        cfg.setdefault("num_hidden_layers", len(types))
+    r = _Reader(cfg, r.origin, r.prefix)
+    if r.has("moe_latent_size"):
+        raise r.fail(f"{r.name('moe_latent_size')} (LatentMoE: experts in a projected latent space) is not "
+                     "supported")
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    pattern = r.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != n:
+        got = len(pattern) if isinstance(pattern, str) else repr(pattern)
+        raise r.fail(f"{r.name('hybrid_override_pattern')} must have one character per layer ({n}), got {got}")
+    bad = sorted(set(pattern) - set(NEMOTRON_H_BLOCKS))
+    if bad:
+        raise r.fail(f"{r.name('hybrid_override_pattern')} has {bad}; supported: {', '.join(NEMOTRON_H_BLOCKS)}")
+    blocks = [NEMOTRON_H_BLOCKS[c] for c in pattern]
+    act = r.get("mlp_hidden_act", "relu2")
+    f.update(ffn_matrices=2 if act == "relu2" else 3, norms_per_layer=1,
+             attention_bias=r.flag("attention_bias", False), attention_out_bias=r.flag("attention_bias", False),
+             ffn_bias=r.flag("mlp_bias", False), intermediate_size=r.int("intermediate_size"),
+             layer_groups=_merge([(ffn, None, mixer) for mixer, ffn in blocks]),
+             notes=("one norm per block; each block is a Mamba-2 mixer, an attention layer, an MLP or a MoE",))
+    if "M" in pattern:
+        f["recurrent"] = _mamba2(r)
+    if "E" in pattern:
+        experts, top_k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
+        _check_top_k(r, top_k, "num_experts_per_tok", experts, "n_routed_experts")
+        shared = r.int("moe_shared_expert_intermediate_size", 0, minimum=0) if r.int(
+            "n_shared_experts", 0, minimum=0) else 0
+        f["moe"] = MoEShape(experts, top_k, r.int("moe_intermediate_size"), r.int("n_shared_experts", 0, minimum=0),
+                            shared, router_bias=True)
+    return f
+
+
 def _gpt_oss(r: _Reader) -> dict:
     f = _base(r)
     f.update(_attention_heads(r, f["hidden_size"]))
@@ -428,6 +497,7 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gpt_oss": _gpt_oss, "gptj": _gptj,
     "deepseek_v32": _deepseek_v32, "glm_moe_dsa": _deepseek_v32, "qwen3_next": _qwen3_next,
     "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2,
+    "nemotron_h": _nemotron_h,
 }
 #: Multimodal wrappers whose ``text_config`` is the decoder the spec describes.
 _TEXT_WRAPPERS = {"llama4": "llama4", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}

@@ -18,10 +18,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..precision import DType
 
 AttentionKind = Literal["gqa", "mla"]
-FFNKind = Literal["dense", "moe"]
+FFNKind = Literal["dense", "moe", "none"]
 #: Token mixer of a layer: softmax attention (with a KV cache) or a recurrent mixer (linear
-#: attention / state-space model, with a fixed-size state per sequence).
-MixerKind = Literal["attention", "recurrent"]
+#: attention / state-space model, with a fixed-size state per sequence). ``"none"`` (mixer or FFN)
+#: marks Nemotron-H's single-sublayer blocks: a layer is a mixer or an FFN, not both.
+MixerKind = Literal["attention", "recurrent", "none"]
 RecurrentKind = Literal["gated_deltanet", "mamba2"]
 
 
@@ -151,7 +152,8 @@ class LayerGroup:
 
     ``window`` caps attended and cached tokens (sliding-window or chunked attention); None = full.
     ``ffn`` says whether the layer's FFN is dense or MoE; ``mixer`` whether its token mixer is
-    attention (KV cache) or the model's recurrent mixer (``ModelSpec.recurrent``: fixed state).
+    attention (KV cache) or the model's recurrent mixer (``ModelSpec.recurrent``: fixed state);
+    either may be ``"none"`` for a block with only the other sublayer (Nemotron-H).
     """
 
     count: int
