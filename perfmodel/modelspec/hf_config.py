@@ -192,6 +192,78 @@ def _qwen3(r: _Reader) -> dict:
     return _llama_like(r, sliding=False, qk_norm=True, qwen_window=True)
 
 
+def _gemma(r: _Reader, *, version: int) -> dict:
+    """Gemma 2 / 3 text decoders: GQA with explicit ``head_dim``, gated-GELU MLP, four norms per layer
+    (before and after attention and MLP), tied embeddings unless the config says otherwise, and
+    interleaved sliding-window layers: ``layer_types`` where given, else Gemma 2 alternates (even
+    layers slide) and Gemma 3 makes every ``sliding_window_pattern``-th layer (default 6) global.
+    Gemma 3 adds Q/K RMSNorm. Logit soft-capping does not change the cost and is ignored."""
+    f = _base(r)
+    f["tie_word_embeddings"] = r.flag("tie_word_embeddings", True)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    sliding = r.int("sliding_window", None)
+    windows = _windows_from_layer_types(r, n, sliding, None)
+    if windows is None:
+        if sliding is None:
+            windows = [None] * n
+        elif version == 2:
+            windows = [sliding if i % 2 == 0 else None for i in range(n)]
+        else:
+            every = r.int("sliding_window_pattern", 6)
+            windows = [None if (i + 1) % every == 0 else sliding for i in range(n)]
+    bias = r.flag("attention_bias", False)
+    f.update(intermediate_size=r.int("intermediate_size"), attention_bias=bias, attention_out_bias=bias,
+             qk_norm=version >= 3, norms_per_layer=4, layer_groups=_merge([("dense", w) for w in windows]),
+             notes=("attention / final logit soft-capping is not a cost and is ignored",))
+    return f
+
+
+def _gemma2(r: _Reader) -> dict:
+    return _gemma(r, version=2)
+
+
+def _gemma3(r: _Reader) -> dict:
+    return _gemma(r, version=3)
+
+
+def _phi3(r: _Reader) -> dict:
+    """Phi-3 / Phi-4 (``phi3``): GQA with fused q/k/v and gate/up projections (the same parameters as
+    separate ones), no biases; a ``sliding_window`` (Phi-3-mini: 2047) applies to every layer."""
+    f = _llama_like(r, sliding=True, qkv_bias=False)
+    f["attention_out_bias"] = False
+    return f
+
+
+def _glm4(r: _Reader) -> dict:
+    """GLM-4 dense (``glm4``, GLM-4-0414): GQA with q/k/v biases (``attention_bias``), fused gate/up,
+    and four norms per layer (post-attention and post-MLP norms besides the usual two)."""
+    f = _llama_like(r, sliding=False, qkv_bias=r.flag("attention_bias", True))
+    f["norms_per_layer"] = 4
+    return f
+
+
+def _glm4_moe(r: _Reader) -> dict:
+    """GLM-4.5 / 4.6 / 4.7 (``glm4_moe``): GQA with q/k/v biases (``attention_bias``) and optional Q/K
+    norm (``use_qk_norm``); DeepSeek-style MoE: first ``first_k_dense_replace`` layers dense, then
+    ``n_routed_experts`` routed (``num_experts_per_tok``, ``moe_intermediate_size``) plus
+    ``n_shared_experts`` shared experts, sigmoid router with a correction bias. MTP layers are not
+    counted."""
+    f = _llama_like(r, sliding=False, qkv_bias=r.flag("attention_bias", False))
+    n = f["num_layers"]
+    experts, top_k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "n_routed_experts")
+    first_dense = r.int("first_k_dense_replace", 0, minimum=0)
+    if first_dense > n:
+        raise r.fail(f"{r.name('first_k_dense_replace')} ({first_dense}) exceeds {r.name('num_hidden_layers')} ({n})")
+    shared, size = r.int("n_shared_experts", 0, minimum=0), r.int("moe_intermediate_size")
+    f.update(qk_norm=r.flag("use_qk_norm", False),
+             moe=MoEShape(experts, top_k, size, shared, shared * size, router_bias=True),
+             layer_groups=_merge([("moe" if i >= first_dense else "dense", None) for i in range(n)]),
+             notes=("multi-token-prediction (MTP) layers are not counted",))
+    return f
+
+
 def _mixtral(r: _Reader) -> dict:
     f = _llama_like(r, sliding=True)
     experts, top_k = r.int("num_local_experts"), r.int("num_experts_per_tok")
@@ -497,10 +569,12 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gpt_oss": _gpt_oss, "gptj": _gptj,
     "deepseek_v32": _deepseek_v32, "glm_moe_dsa": _deepseek_v32, "qwen3_next": _qwen3_next,
     "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2,
-    "nemotron_h": _nemotron_h,
+    "nemotron_h": _nemotron_h, "gemma2": _gemma2, "gemma3_text": _gemma3, "phi3": _phi3, "glm4": _glm4,
+    "glm4_moe": _glm4_moe,
 }
 #: Multimodal wrappers whose ``text_config`` is the decoder the spec describes.
-_TEXT_WRAPPERS = {"llama4": "llama4", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+_TEXT_WRAPPERS = {"llama4": "llama4", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text",
+                  "gemma3": "gemma3_text"}
 #: ``model_type`` values :func:`from_hf_config` understands.
 SUPPORTED_FAMILIES: tuple[str, ...] = tuple(sorted(_FAMILIES))
 
