@@ -173,7 +173,9 @@ def test_published_static_batch_rows():
     assert run.kind == "published"
     s = run.summary
     assert s["rows"] == 203 and s["predicted"] > 100
-    assert "unknown model" in s["skipped_reasons"] and "unknown hardware" in s["skipped_reasons"]
+    # every clean row's hardware string is read (L40S included since it is a shipped part)
+    assert "unknown model" in s["skipped_reasons"] and "unknown hardware" not in s["skipped_reasons"]
+    assert s["predicted"] >= 169
     for metric, limit in PUBLISHED_LIMITS.items():
         assert s[metric]["median_abs_pct_error"] <= limit
 

@@ -7,8 +7,9 @@ says what it could not read instead of guessing:
 
 - **part**: the longest run of words (outside parentheses, then inside them) that is a shipped
   accelerator id or alias, or a shipped system id or alias (``GB200 NVL72``, ``DGX B200``, ``Groq 3
-  LPX``); a memory suffix (``-80GB``) is set aside first. A part named with a form factor the catalogue
-  does not ship (``A100 PCIe``) is not read as the shipped form (A100 SXM).
+  LPX``); a memory suffix (``-80GB``) is set aside first; failing that, the longest leading
+  dash-separated pieces of one word (``RTX-PRO-6000-Blackwell-Server``). A part named with a form
+  factor the catalogue does not ship (``A100 PCIe``, ``A100-PCIe``) is not read as the shipped form.
 - **count**: ``(xN)``; a leading ``N x`` / ``Nx`` (``M nodes x Nx``: M·N); the system's device count;
   ``(NxPART)`` of the same part; ``node`` of an HGX part: the HGX system's count; a bare part name: 1.
   Strings that say the count is not known (``cluster``, ``multi-node``, ``count not stated``) get none.
@@ -133,6 +134,22 @@ def _match_part(words: list[str]) -> _Match | None:
                 if nxt in UNSHIPPED_FORM_WORDS:
                     form = f"{' '.join(run)} {words[i + n]} is not a shipped accelerator"
                 return _Match(parts[key], None, memory, i + n, form)
+    return _match_dash_prefix(words)
+
+
+def _match_dash_prefix(words: list[str]) -> _Match | None:
+    """A word whose leading dash-separated pieces name a shipped part (``RTX-PRO-6000-Blackwell-Server``
+    is ``rtx-pro-6000``); a dropped ``PCIe`` piece is a form factor, not a qualifier."""
+    parts = _names()[0]
+    for i, word in enumerate(words):
+        pieces = _strip_memory(word)[0].split("-")
+        for k in range(len(pieces) - 1, 0, -1):
+            key = _norm("-".join(pieces[:k]))
+            if key in parts:
+                dropped = [p.lower() for p in pieces[k:]]
+                form = f"{word} is not a shipped accelerator" if set(dropped) & set(UNSHIPPED_FORM_WORDS) \
+                    else None
+                return _Match(parts[key], None, _strip_memory(word)[1], i + 1, form)
     return None
 
 
