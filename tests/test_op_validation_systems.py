@@ -60,3 +60,15 @@ def test_unknown_system_is_skipped_with_its_name():
     summary = validate_table(d)
     assert summary["predicted"] == 0
     assert summary["skipped_reasons"] == {"unknown system tpu_x9": 5}
+
+
+def test_cli_scores_b300_rows_of_a_per_op_table(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    path = tmp_path / "gemm.csv"
+    _relabelled("gemm").to_csv(path, index=False)
+    assert main(["validate", "--data", str(path), "--format", "json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["skipped"] == 0 and {"b300_sxm", "gb300"} <= set(s["by"]["system"])
