@@ -196,3 +196,8 @@ def test_single_sublayer_blocks_have_only_their_own_ops_and_messages():
     assert msg["attn_allreduce"] == pytest.approx(64 * one) and msg["ffn_allreduce"] == pytest.approx(54 * one)
     with pytest.raises(SpecError, match="moe_latent_size"):      # Nemotron-3 Super / Ultra
         from_hf_config({"model_type": "nemotron_h", "moe_latent_size": 1024}, "x")
+
+
+def test_uneven_heads_error_suggests_attention_dp_for_moe_models():
+    with pytest.raises(Exception, match=r"tp=1, dp_attention=36"):
+        Parallel.build(load_model("deepseek-r1"), tp=36)

@@ -66,8 +66,10 @@ class Parallel:
         if model.num_attention_heads % tp:
             divisors = [d for d in range(1, model.num_attention_heads + 1)
                         if model.num_attention_heads % d == 0 and d <= 64]
+            hint = (f"; or run attention DP over those devices: tp=1, dp_attention={tp * dp_attention} "
+                    f"(attention_layout)" if model.moe is not None else "")
             raise ConfigError(f"tp={tp} does not divide {model.id}'s {model.num_attention_heads} attention "
-                              f"heads; allowed tp: {divisors}")
+                              f"heads; allowed tp: {divisors}{hint}")
         if pp > model.num_layers:
             raise ConfigError(f"pp={pp} exceeds {model.id}'s {model.num_layers} layers")
         group = tp * dp_attention
