@@ -42,6 +42,7 @@ def model_html(spec: Any) -> str:
         ("KV cache per token (bf16)", fmt(spec.kv_bytes_per_token("bf16"), "B")),
         ("MoE", f"{moe.num_experts} experts, top-{moe.top_k}, {moe.num_shared_experts} shared" if moe else "dense"),
         ("layer groups", html.escape(", ".join(f"{g.count}× {g.ffn}" + (f" window {g.window}" if g.window else "")
+                                               + (" recurrent" if g.mixer == "recurrent" else "")
                                                for g in spec.layer_groups))),
     ]
     return table_html(f"model {spec.id}", rows, ("", ""))

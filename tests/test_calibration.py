@@ -131,9 +131,9 @@ def test_calibrated_beats_datasheet(tables, kind):
 def test_summary_shape_and_skips(tables):
     df = pd.read_csv(SAMPLES / "gemm.csv.gz").head(50)  # raw rows, edited before tidying
     df.loc[df.index[:3], "dtype"] = "int4_awq"          # unknown format -> skipped, counted
-    df.loc[df.index[3:5], "system"] = "mi300x"          # unknown system -> skipped, counted
+    df.loc[df.index[3:5], "system"] = "tpu_x9"          # no shipped accelerator -> skipped, counted
     s = validate_table(df, "calibrated")
-    assert set(s) == {"table", "rows", "predicted", "skipped", "skipped_reasons", "latency", "by"}
+    assert set(s) == {"table", "rows", "predicted", "profiles", "skipped", "skipped_reasons", "latency", "by"}
     assert s["table"] == "gemm" and s["rows"] == 50
     assert s["predicted"] + s["skipped"] == 50 and s["skipped"] == 5
     assert sum(s["skipped_reasons"].values()) == 5

@@ -33,8 +33,10 @@ def test_models_show_json_fields(capsys):
     assert info["head_dim"] == 192 and info["num_kv_heads"] == 128
     assert info["moe"] == {"num_experts": 256, "top_k": 8, "expert_intermediate_size": 2048,
                            "num_shared_experts": 1, "dense_layers": 3}
-    assert info["layer_groups"] == [{"count": 3, "ffn": "dense", "window": None},
-                                    {"count": 58, "ffn": "moe", "window": None}]
+    assert info["layer_groups"] == [{"count": 3, "ffn": "dense", "window": None, "mixer": "attention"},
+                                    {"count": 58, "ffn": "moe", "window": None, "mixer": "attention"}]
+    assert info["sparse_attention"] is None and info["recurrent"] is None
+    assert info["state_bytes_per_sequence"] == 0
     assert 660e9 < info["params_total"] < 680e9 and 36e9 < info["params_active"] < 39e9
 
 

@@ -40,7 +40,7 @@ def test_every_required_id_is_shipped_and_loads():
         spec = load_model(model_id)
         assert spec.id == model_id
         assert sum(g.count for g in spec.layer_groups) == spec.num_layers
-        assert spec.source and spec.source.startswith("https://github.com/")
+        assert spec.source and spec.source.startswith(("https://github.com/", "https://pypi.org/project/"))
         assert spec.hf_repo_id and "/" in spec.hf_repo_id and " " not in spec.hf_repo_id
         assert 0 < params_active(spec) <= params_total(spec)
 

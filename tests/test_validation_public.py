@@ -30,7 +30,9 @@ from perfmodel.validation.metrics import add_errors, summarize
 from perfmodel.validation.run import detect_kind, serving_problem, validate_file
 
 #: Current public-set errors with the shipped profiles (training fit on all rows) + margin [%].
-TRAIN_LIMITS = {"tpot": {"median_abs_pct_error": 12.0, "p90_abs_pct_error": 36.0},
+#: TPOT rose from 10.7 / 32.3 % to 12.0 / 37.9 % when the Qwen3.5, GLM-5 and uneven-head DeepSeek-R1
+#: rows (224 more predicted) joined the scored set without a refit of the engine profile.
+TRAIN_LIMITS = {"tpot": {"median_abs_pct_error": 12.5, "p90_abs_pct_error": 39.5},
                 "ttft": {"median_abs_pct_error": 27.5, "p90_abs_pct_error": 86.0}}
 #: Current cross-validated errors stored in the shipped engine profile + margin [%].
 CV_LIMITS = {"tpot": {"median_abs_pct_error": 12.5, "p90_abs_pct_error": 37.0},
@@ -51,8 +53,8 @@ def public():
 def test_every_row_is_predicted_or_skipped_with_a_reason(public):
     s = public["summary"]
     assert s["rows"] == 3197 == s["predicted"] + s["skipped"]
-    assert s["predicted"] > 1850
-    assert {"disagg", "unsupported attention"} <= set(s["skipped_reasons"])
+    assert s["predicted"] > 2150
+    assert "disagg" in s["skipped_reasons"] and "unsupported attention" not in s["skipped_reasons"]
     assert (public["skipped"]["reason"].str.len() > 0).all()
     assert np.isfinite(public["preds"][["predicted_ttft_s", "predicted_tpot_s"]].to_numpy()).all()
 
@@ -177,7 +179,9 @@ def test_published_static_batch_rows():
     assert run.kind == "published"
     s = run.summary
     assert s["rows"] == 203 and s["predicted"] > 100
-    assert "unknown model" in s["skipped_reasons"] and "unknown hardware" in s["skipped_reasons"]
+    # every clean row's hardware string is read (L40S included since it is a shipped part)
+    assert "unknown model" in s["skipped_reasons"] and "unknown hardware" not in s["skipped_reasons"]
+    assert s["predicted"] >= 169
     for metric, limit in PUBLISHED_LIMITS.items():
         assert s[metric]["median_abs_pct_error"] <= limit
 
@@ -192,12 +196,12 @@ def test_table_kinds_are_recognised(tmp_path):
 def test_per_op_table_gives_per_row_predictions_and_an_error_table(tmp_path, capsys):
     gemm = tmp_path / "gemm.csv"
     gemm.write_text("system,dtype,m,n,k,latency_ms\nh100_sxm,bfloat16,1,4096,4096,0.0133\n"
-                    "h100_sxm,bfloat16,8192,4096,4096,0.40\nmi300x,bfloat16,1,4096,4096,0.02\n")
+                    "h100_sxm,bfloat16,8192,4096,4096,0.40\ntpu_x9,bfloat16,1,4096,4096,0.02\n")
     out = tmp_path / "pred.csv"
     assert main(["validate", "--data", str(gemm), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "ops:gemm: 3 rows, 2 predicted, 1 skipped" in text
-    assert "latency" in text and "by dtype" in text and "unknown system mi300x" in text
+    assert "latency" in text and "by dtype" in text and "unknown system tpu_x9" in text
     rows = pd.read_csv(out)
     assert len(rows) == 2 and {"predicted_ms", "error_pct", "split", "latency_ms"} <= set(rows.columns)
     # a bad number is a skip reason naming the field and value, not a traceback or a NaN error

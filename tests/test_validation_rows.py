@@ -91,8 +91,6 @@ def test_fp8_rows_of_block_scaled_checkpoints_use_the_block_fp8_terms():
 
 
 @pytest.mark.parametrize("change, reason", [
-    ({"model_path": "Qwen/Qwen3.5-397B-A17B"}, "unsupported attention"),
-    ({"model_path": "zhipuai/GLM-5"}, "unsupported attention"),
     ({"model_path": "acme/NoSuchModel-7B"}, "unknown model"),
     ({"system": "tpu_v9"}, "unknown system"),
     ({"tp_size": 3}, "invalid agg layout"),
@@ -124,8 +122,9 @@ def test_bridged_and_refused_models():
     assert kimi.attention == "mla" and kimi.moe.num_experts == 384
     minimax = resolve_model("MiniMaxAI/MiniMax-M2.5")
     assert minimax.moe.num_experts == 256 and minimax.moe.top_k == 8 and minimax.num_layers == 62
-    with pytest.raises(UnsupportedModel, match="linear attention"):
-        resolve_model("Qwen/Qwen3.5-397B-A17B")
+    assert resolve_model("Qwen/Qwen3.5-397B-A17B").recurrent.kind == "gated_deltanet"
+    with pytest.raises(UnsupportedModel, match="unknown model"):
+        resolve_model("acme/NoSuchModel-7B")
 
 
 def test_anomaly_checks_flag_physically_impossible_rows():
@@ -150,3 +149,25 @@ def test_unknown_efficiency_profile_is_one_error_not_a_skip_per_row():
 
     with pytest.raises(UnknownNameError, match="known: .*calibrated.*datasheet"):
         validate_serving(pd.DataFrame([_row()]), efficiency="calibrated-nokernel")
+
+
+@pytest.mark.parametrize(("model_path", "model_key"), [("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"),
+                                                      ("zhipuai/GLM-5", "glm-5")])
+def test_hybrid_and_sparse_attention_rows_are_mapped(model_path, model_key):
+    row = _row(model_path=model_path, system="b200_sxm", tp_size=8, moe_tp_size=8, moe_ep_size=1)
+    dep, skipped = map_rows(pd.DataFrame([row]))
+    assert skipped.empty and dep.iloc[0].model_key == model_key
+
+
+def test_uneven_heads_run_attention_dp_with_the_recorded_requests():
+    # DeepSeek-R1 (128 heads) on 36 GB200 GPUs: attention DP over the 36 ranks, MoE over the 36
+    row = _row(model_path="deepseek-ai/DeepSeek-R1", system="gb200", precision="fp4", gemm_quant_mode="nvfp4",
+               moe_quant_mode="nvfp4", tp_size=36, moe_tp_size=36, moe_ep_size=1, batch_size=512,
+               silicon_data_source="silicon_concurrency=512")
+    dep, skipped = map_rows(pd.DataFrame([row]))
+    assert skipped.empty
+    r = dep.iloc[0]
+    assert (r.tp, r.dp, r.ep, r.moe_tp, r.concurrency) == (1, 36, 1, 36, 512)
+    # a dense model cannot run attention DP: the uneven split stays an error
+    dep, skipped = map_rows(pd.DataFrame([_row(tp_size=48)]))
+    assert dep.empty and skipped.iloc[0].reason.startswith("invalid agg layout: tp=48 does not divide")

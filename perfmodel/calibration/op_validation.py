@@ -6,7 +6,9 @@ Every row of a per-op table (recognised from its columns, see
 reason. The error of a row is :math:`e = 100\\,(t_{pred}/t_{meas} - 1)` [%]; summaries give the median
 and 90th percentile of :math:`|e|` and the median of e (bias; > 0 = predicted too slow).
 
-Profiles: ``"calibrated"`` (the shipped profile with its shape terms ``op_params``),
+Profiles: ``"calibrated"`` (the accelerator's shipped profile with its shape terms ``op_params``, or,
+for an accelerator without measurements of its own such as B300 / GB300, its family's profile as
+:func:`perfmodel.core.efficiency.profile_for` picks it; the summary names the profile used),
 ``"calibrated-plain"`` (same profile without ``op_params``: the scalar fields only),
 ``"calibrated-nokernel"`` (without the kernel-level GQA decode terms: the ``attention_decode`` form a
 profile without them falls back to),
@@ -25,7 +27,8 @@ import pandas as pd
 
 from ..core import comm
 from ..core.costs import attention_decode_time, attention_prefill_time, gemm_time, moe_time
-from ..core.efficiency import DATASHEET, DECODE_KERNEL_FAMILY, Efficiency, load_profile
+from ..core.efficiency import DATASHEET, DECODE_KERNEL_FAMILY, Efficiency, load_profile, profile_for
+from ..errors import ConfigError
 from . import ops_data as od
 
 MLA_KV_WIDTH, MLA_D_QK, MLA_D_V = 576, 576, 512        # absorbed MLA decode (DeepSeek-V3 shapes)
@@ -49,11 +52,11 @@ def resolve_profile(accelerator: str, profile: Profile) -> Efficiency:
     if profile == "datasheet":
         return DATASHEET
     if profile == "calibrated":
-        return load_profile(accelerator)
+        return profile_for(accelerator, "calibrated")
     if profile == "calibrated-plain":
-        return replace(load_profile(accelerator), op_params={})
+        return replace(profile_for(accelerator, "calibrated"), op_params={})
     if profile == "calibrated-nokernel":
-        return without_kernel_terms(load_profile(accelerator))
+        return without_kernel_terms(profile_for(accelerator, "calibrated"))
     return load_profile(str(profile))
 
 
@@ -215,7 +218,8 @@ PREDICTORS: dict[str, Predictor] = {
 
 
 def predict_table(df: pd.DataFrame, profile: Profile = "calibrated") -> pd.DataFrame:
-    """Copy of a tidy table with ``predicted_s`` (NaN where skipped) and ``skip_reason`` ('' if not).
+    """Copy of a tidy table with ``predicted_s`` (NaN where skipped), ``skip_reason`` ('' if not) and
+    ``profile`` (name of the efficiency profile used; '' where skipped).
 
     Parameters
     ----------
@@ -228,18 +232,25 @@ def predict_table(df: pd.DataFrame, profile: Profile = "calibrated") -> pd.DataF
     out = out.copy()
     kind = str(out["kind"].iloc[0]) if len(out) else od.table_kind(df)
     pred, why = _nan_skip(len(out))
+    used = np.full(len(out), "", dtype=object)
     for acc, idx in out.groupby("accelerator", dropna=False).indices.items():
-        if not isinstance(acc, str) or acc not in od.DATASHEET:
+        if not isinstance(acc, str):
             why[idx] = f"unknown system {out['system'].iloc[idx[0]]}"
+            continue
+        try:
+            dev = od.device(acc)
+        except ConfigError as exc:
+            why[idx] = f"no datasheet figures: {exc}"
             continue
         try:
             eff = resolve_profile(acc, profile)
         except Exception as exc:  # a missing profile is reported per row, not raised
             why[idx] = f"no profile: {exc}"
             continue
-        p, w = PREDICTORS[kind](out.iloc[idx], eff, od.device(acc))
+        p, w = PREDICTORS[kind](out.iloc[idx], eff, dev)
         pred[idx], why[idx] = p, w
-    out["predicted_s"], out["skip_reason"] = pred, why
+        used[idx] = eff.name
+    out["predicted_s"], out["skip_reason"], out["profile"] = pred, why, used
     bad = np.isnan(pred) & (why == "")
     out.loc[bad, "skip_reason"] = "prediction not finite"
     return out
@@ -268,7 +279,9 @@ def summarize(pred: pd.DataFrame) -> dict:
         if col in done:
             by[col] = {str(k): error_stats(v["predicted_s"].to_numpy(), v["latency_s"].to_numpy())
                        for k, v in done.groupby(col)}
-    return {"table": kind, "rows": int(len(pred)), "predicted": int(ok.sum()),
+    profiles = {str(k): str(v) for k, v in done.groupby("system")["profile"].first().items()} \
+        if "profile" in done else {}
+    return {"table": kind, "rows": int(len(pred)), "predicted": int(ok.sum()), "profiles": profiles,
             "skipped": int((~ok).sum()), "skipped_reasons": {str(k): int(v) for k, v in reasons.items()},
             "latency": error_stats(done["predicted_s"].to_numpy(), done["latency_s"].to_numpy()),
             "by": by}
@@ -291,7 +304,8 @@ def validate_table(table: pd.DataFrame | str | Path, profile: Profile = "calibra
     Returns
     -------
     dict
-        ``{"table", "rows", "predicted", "skipped", "skipped_reasons": {reason: count},
+        ``{"table", "rows", "predicted", "profiles": {system: profile name}, "skipped",
+        "skipped_reasons": {reason: count},
         "latency": {"median_abs_pct_error", "p90_abs_pct_error", "bias_pct", "rows"},
         "by": {"system": {...}, <dtype-like column>: {...}, "split": {...}}}``.
     """

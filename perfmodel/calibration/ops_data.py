@@ -23,9 +23,12 @@ from ..errors import ConfigError
 TABLES = ("gemm", "attention_decode", "attention_prefill", "mla_decode", "mla_prefill", "nccl",
           "custom_allreduce", "moe")
 
-#: AIConfigurator system name -> perfmodel accelerator id.
+#: AIConfigurator system name -> perfmodel accelerator id (the names its databases use; any other
+#: name is looked up as a shipped accelerator id or alias by :func:`accelerator_of`).
 SYSTEM_TO_ACCELERATOR = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200",
-                         "gb200": "gb200"}
+                         "gb200": "gb200", "b300_sxm": "b300", "gb300": "gb300"}
+#: Compute keys a per-op table can ask for (dense peaks read from the hardware spec).
+COMPUTE_KEYS = ("bf16", "fp8", "fp4")
 #: Table dtype name -> perfmodel compute key (selects the dense peak).
 DTYPE_TO_COMPUTE = {"bfloat16": "bf16", "float16": "bf16", "half": "bf16", "fp8": "fp8",
                     "fp8_block": "fp8", "nvfp4": "fp4", "w4a16_mxfp4": "bf16", "w4a8_mxfp4_mxfp8": "fp8"}
@@ -64,7 +67,7 @@ class Device:
     peaks: dict[str, float]
     bandwidth: float
     link_bandwidth: float
-    sm_count: int
+    sm_count: int | None
     source: str
 
     def peak(self, compute: str) -> float:
@@ -85,26 +88,56 @@ DATASHEET = {
 }
 
 
+def accelerator_of(system: object) -> str | None:
+    """Accelerator id of a table's ``system`` cell, or None when no shipped accelerator matches.
+
+    AIConfigurator's names (:data:`SYSTEM_TO_ACCELERATOR`) first, then any shipped accelerator id or
+    alias (``b300_sxm`` and ``b300-sxm`` are aliases of ``b300``).
+    """
+    if not isinstance(system, str) or not system.strip():
+        return None
+    if system in SYSTEM_TO_ACCELERATOR:
+        return SYSTEM_TO_ACCELERATOR[system]
+    from ..errors import PerfmodelError
+    from ..hardware import load_accelerator
+
+    try:
+        return load_accelerator(system.strip()).id
+    except PerfmodelError:
+        return None
+
+
 def device(accelerator: str) -> Device:
     """Datasheet figures for a measured accelerator: shipped hardware spec where it has them all.
 
     Peaks and HBM bandwidth come from ``perfmodel.load_accelerator`` when that spec exists and lists
     every compute key of :data:`DATASHEET`, and the per-direction bandwidth from its scale-up link;
     otherwise the constants of :data:`DATASHEET` (the values quoted in the project brief) are used.
-    SM counts are always the constants.
-    """
-    base = DATASHEET[accelerator]
-    try:
-        from ..hardware import load_accelerator, load_link
+    SM counts are the constants (used only by the fit); an accelerator outside :data:`DATASHEET`
+    (B300, GB300...) takes every figure from its spec, with the dense peaks of :data:`COMPUTE_KEYS`
+    it lists and no SM count.
 
+    Raises
+    ------
+    ConfigError
+        An accelerator neither in :data:`DATASHEET` nor readable from the shipped specs.
+    """
+    from ..hardware import load_accelerator, load_link
+
+    base = DATASHEET.get(accelerator)
+    try:
         spec = load_accelerator(accelerator)
-        peaks = {k: float(spec.peak_flops(k)) for k in base.peaks}
+        keys = base.peaks if base is not None else [k for k in COMPUTE_KEYS if k in spec.compute]
+        peaks = {k: float(spec.peak_flops(k)) for k in keys}
         bw = float(spec.memory_bandwidth)
         port = spec.scale_up
         link_bw = float(port.bandwidth.value if port.bandwidth else load_link(port.link).bandwidth.value)
-    except Exception:  # spec absent or incomplete: fall back to the brief's datasheet numbers
+    except Exception as exc:  # spec absent or incomplete: fall back to the brief's datasheet numbers
+        if base is None:
+            raise ConfigError(f"accelerator {accelerator!r}: no datasheet constants and no complete "
+                              f"shipped spec ({exc})") from None
         return base
-    return Device(accelerator, peaks, bw, link_bw, base.sm_count, "hardware_specs")
+    return Device(accelerator, peaks, bw, link_bw, base.sm_count if base else None, "hardware_specs")
 
 
 def repo_root() -> Path:
@@ -180,7 +213,8 @@ def tidy(df: pd.DataFrame, kind: str | None = None) -> pd.DataFrame:
     out = df.copy()
     out["kind"] = kind
     out["latency_s"] = out["latency_ms"].astype(float) * 1e-3
-    out["accelerator"] = out["system"].map(SYSTEM_TO_ACCELERATOR)
+    names = out["system"].unique()
+    out["accelerator"] = out["system"].map({n: accelerator_of(n) for n in names})
     if "message_size_bytes" in out:
         out["message_bytes"] = out["message_size_bytes"].astype(float)
     out["split"] = np.where(shape_hash(out, kind) < TRAIN_PERCENT, "train", "test")

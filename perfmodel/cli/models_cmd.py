@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import Any
 
 from ..modelspec import (
@@ -12,6 +13,7 @@ from ..modelspec import (
     load_model,
     params_active,
     params_total,
+    state_bytes_per_sequence,
 )
 from ..modelspec.derived import params_breakdown
 from .output import add_list_show, format_table, print_json
@@ -58,7 +60,11 @@ def model_summary(spec: ModelSpec) -> dict[str, Any]:
         "intermediate_size": spec.intermediate_size,
         "mla": mla,
         "moe": _moe_summary(spec),
-        "layer_groups": [{"count": g.count, "ffn": g.ffn, "window": g.window} for g in spec.groups],
+        "layer_groups": [{"count": g.count, "ffn": g.ffn, "window": g.window, "mixer": g.mixer}
+                         for g in spec.groups],
+        "sparse_attention": asdict(spec.sparse_attention) if spec.sparse_attention else None,
+        "recurrent": asdict(spec.recurrent) if spec.recurrent else None,
+        "state_bytes_per_sequence": state_bytes_per_sequence(spec),
         "tie_word_embeddings": spec.tie_word_embeddings,
         "max_position_embeddings": spec.max_position_embeddings,
         "params_breakdown": params_breakdown(spec),
@@ -112,7 +118,12 @@ def _show(args: argparse.Namespace) -> int:
         rows.append(("mla", ", ".join(f"{k}={v}" for k, v in info["mla"].items())))
     rows.append(("moe", ", ".join(f"{k}={v}" for k, v in moe.items()) if moe else "none"))
     groups = "; ".join(f"{g['count']} x {g['ffn']}" + (f" window {g['window']}" if g["window"] else "")
-                       for g in info["layer_groups"])
+                       + (" recurrent" if g["mixer"] == "recurrent" else "") for g in info["layer_groups"])
+    for key in ("sparse_attention", "recurrent"):
+        if info[key]:
+            rows.append((key, ", ".join(f"{k}={v}" for k, v in info[key].items())))
+    if info["state_bytes_per_sequence"]:
+        rows.append(("state_bytes_per_sequence", f"{info['state_bytes_per_sequence']:,.0f}"))
     rows += [("layer_groups", groups), ("max_position_embeddings", info["max_position_embeddings"]),
              ("source", info["source"])]
     rows += [("note", n) for n in info["notes"]]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..modelspec.derived import indexer_params, recurrent_params, state_bytes_per_sequence
 from ..modelspec.schema import LayerGroup, ModelSpec
 from ..precision import Precision
 from .ops import kv_elems_per_token_layer, local_kv_heads
@@ -23,9 +24,10 @@ DEFAULT_RESERVE = 0.10
 
 
 def attention_weight_elems(model: ModelSpec, tp: int) -> float:
-    """Attention weights of one layer on one device [elements]."""
+    """Attention weights of one layer on one device [elements] (a DSA indexer is replicated)."""
     h = model.hidden_size
     nq = model.num_attention_heads / tp
+    index = float(indexer_params(model))
     if model.attention == "mla":
         m = model.mla
         assert m is not None
@@ -33,14 +35,27 @@ def attention_weight_elems(model: ModelSpec, tp: int) -> float:
         q = (h * m.q_lora_rank + m.q_lora_rank * nq * d_qk) if m.q_lora_rank else h * nq * d_qk
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * nq * (
             m.qk_nope_head_dim + m.v_head_dim)
-        return q + kv + nq * m.v_head_dim * h
+        return q + kv + nq * m.v_head_dim * h + index
     d = model.head_dim
-    return h * (nq + 2 * local_kv_heads(model, tp)) * d + nq * model.v_head_dim * h
+    q_width = nq * (2 if model.attention_output_gate else 1)
+    return h * (q_width + 2 * local_kv_heads(model, tp)) * d + nq * model.v_head_dim * h + index
+
+
+def mixer_weight_elems(model: ModelSpec, group: LayerGroup, tp: int) -> float:
+    """Token-mixer weights of one layer of ``group`` on one device [elements]: attention, or the
+    recurrent mixer with its heads split over tp."""
+    if group.mixer == "none":
+        return 0.0
+    if group.mixer == "recurrent":
+        return recurrent_params(model) / tp
+    return attention_weight_elems(model, tp)
 
 
 def ffn_weight_elems(model: ModelSpec, group: LayerGroup, par: Parallel) -> float:
     """FFN or MoE weights of one layer on one device [elements] (all local experts, router)."""
     h, mats = model.hidden_size, model.ffn_matrices
+    if group.ffn == "none":
+        return 0.0
     if group.ffn == "dense":
         return mats * h * model.intermediate_size / par.group
     moe = model.moe
@@ -59,25 +74,40 @@ def weights_per_device(model: ModelSpec, par: Parallel, prec: Precision) -> floa
     wb = prec.weights.bytes
     layers = 0.0
     for g in model.layer_groups:
-        layers += g.count * (attention_weight_elems(model, par.tp) + ffn_weight_elems(model, g, par))
+        layers += g.count * (mixer_weight_elems(model, g, par.tp) + ffn_weight_elems(model, g, par))
     tables = (1 if model.tie_word_embeddings else 2) * model.vocab_size * model.hidden_size / par.tp
     return layers / par.pp * wb + tables * 2.0
 
 
+def state_bytes_per_sequence_device(model: ModelSpec, par: Parallel) -> float:
+    """Recurrent state of one sequence on one device [B]: the recurrent layers' states with their
+    heads split over tp (see :func:`perfmodel.modelspec.derived.state_bytes_per_sequence`), per stage."""
+    return state_bytes_per_sequence(model) / par.tp / par.pp
+
+
 def kv_bytes_per_token_device(model: ModelSpec, par: Parallel, prec: Precision,
-                              context: np.ndarray | float) -> np.ndarray:
+                              context: np.ndarray | float, state: bool = True) -> np.ndarray:
     """KV-cache bytes per sequence of ``context`` tokens on one device, summed over its layers [B].
 
     Sliding-window layers hold at most ``window`` tokens. With attention-DP a sequence lives on one
-    attention rank; with GQA its heads are split over tp, with MLA the latent is replicated.
+    attention rank; with GQA its heads are split over tp, with MLA the latent is replicated, and a
+    DSA indexer key (replicated) is cached besides. Recurrent layers cache nothing per token; with
+    ``state`` (default) their fixed state per sequence (:func:`state_bytes_per_sequence_device`) is
+    added, so the figure is what one sequence holds; ``state=False`` gives the per-token part alone.
     """
     ctx = np.asarray(context, dtype=float)
-    per_layer = kv_elems_per_token_layer(model, par.tp) * prec.kv_cache.bytes
+    index = model.sparse_attention.index_head_dim if model.sparse_attention is not None else 0
+    per_layer = (kv_elems_per_token_layer(model, par.tp) + index) * prec.kv_cache.bytes
     total = np.zeros_like(ctx)
     for g in model.layer_groups:
+        if g.mixer != "attention":
+            continue
         held = np.minimum(ctx, g.window) if g.window else ctx
         total = total + g.count * held * per_layer
-    return total / par.pp
+    total = total / par.pp
+    if state and model.recurrent is not None:
+        total = total + np.where(ctx > 0, state_bytes_per_sequence_device(model, par), 0.0)
+    return total
 
 
 def workspace_bytes(model: ModelSpec, par: Parallel, prec: Precision, tokens: np.ndarray) -> np.ndarray:
@@ -145,8 +175,10 @@ def static_batch_budget(model: ModelSpec, par: Parallel, prec: Precision, capaci
 
 
 def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, context,
-                  reserve: float = DEFAULT_RESERVE, step_tokens: float = 8192.0) -> np.ndarray:
-    """Maximum concurrent sequences per replica at ``context`` tokens each.
+                  reserve: float = DEFAULT_RESERVE, step_tokens: float = 8192.0,
+                  state: bool = True) -> np.ndarray:
+    """Maximum concurrent sequences per replica at ``context`` tokens each (``state``: each holds its
+    recurrent state too, see :func:`kv_bytes_per_token_device`).
 
     .. math:: B_{max} = \\left\\lfloor \\frac{(1-r)C - W - A(T_{step})}{KV(L)} \\right\\rfloor
               \\cdot n_{attention\\,DP}
@@ -155,7 +187,7 @@ def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: fl
     """
     free = capacity * (1.0 - reserve) - weights_per_device(model, par, prec) - workspace_bytes(
         model, par, prec, step_tokens)
-    per_seq = kv_bytes_per_token_device(model, par, prec, context)
+    per_seq = kv_bytes_per_token_device(model, par, prec, context, state)
     with np.errstate(divide="ignore"):
         n = np.floor(np.maximum(free, 0.0) / per_seq)
     return n * par.dp_attention

@@ -20,11 +20,11 @@ from typing import Literal
 import numpy as np
 
 from ..modelspec.schema import LayerGroup, ModelSpec
-from ..precision import Precision
+from ..precision import Precision, dtype
 from .costs import causal_pairs
 from .parallel import Parallel
 
-OpKind = Literal["gemm", "attention_decode", "attention_prefill", "memory"]
+OpKind = Literal["gemm", "attention_decode", "attention_prefill", "memory", "indexer", "recurrent"]
 OpClass = Literal["attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head"]
 CommKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
 
@@ -170,24 +170,38 @@ def attention_dims(model: ModelSpec, tp: int) -> AttentionDims:
     return AttentionDims(nq, kv_e, (d, dv), (d, dv), kv_heads, kv_heads, nq * (d + dv), False)
 
 
+def attended_limit(model: ModelSpec, group: LayerGroup) -> int | None:
+    """Most cached tokens one query attends in a layer of ``group`` (None = all).
+
+    The sliding/chunk window, or DeepSeek Sparse Attention's top-k (the smaller of the two): a
+    top-k layer attends ``min(L, k)`` tokens per query, which costs what a window of k does, while it
+    keeps every token cached (:func:`perfmodel.core.memory.kv_bytes_per_token_device`).
+    """
+    dsa = model.sparse_attention
+    limits = [w for w in (group.window, dsa.top_k if dsa is not None else None) if w]
+    return min(limits) if limits else None
+
+
 def decode_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
                         s: StepShape) -> Op:
     r"""Decode attention core of one layer: each decoding sequence reads its cached context.
 
     .. math:: F = 2 b H L_w (d_{qk} + d_v), \qquad D = b\,(L_w w_{kv} b_{kv} + H (d_{qk}+d_v) b_a)
 
-    with b sequences on the attention rank, H local heads and :math:`L_w = \min(L, W)`.
+    with b sequences on the attention rank, H local heads and :math:`L_w = \min(L, W)`, W the
+    window or DSA's top-k (:func:`attended_limit`).
     """
     dims = attention_dims(model, par.tp)
     dec_a = s.n_decode / par.dp_attention
-    attended = np.minimum(s.context, group.window) if group.window else s.context
+    limit = attended_limit(model, group)
+    attended = np.minimum(s.context, limit) if limit else s.context
     kvb = prec.kv_cache.bytes
     return Op("attention_decode", "attention", "attention_decode",
               dec_a * 2.0 * dims.heads * sum(dims.decode) * attended,
               dec_a * (attended * dims.kv_width * kvb + dims.q_o_elems * prec.act_bytes),
               m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
               attention={"family": "mla_decode" if dims.mla else "attention_decode",
-                         "batch": dec_a, "kv_len": s.context, "window": group.window or 0,
+                         "batch": dec_a, "kv_len": s.context, "window": limit or 0,
                          "heads": dims.heads, "kv_width": dims.kv_width,
                          "d_qk": dims.decode[0], "d_v": dims.decode[1], "kv_bytes": kvb,
                          "kv_streams": dims.kv_streams})
@@ -198,11 +212,14 @@ def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, pre
     r"""Causal prefill attention core of one layer over a chunk, with ``past`` tokens cached.
 
     .. math:: F = 2 b H\,P (d_{qk} + d_v), \quad P = \mathrm{pairs}(past + c) - \mathrm{pairs}(past)
+
+    with pairs capped by the window or DSA's top-k (:func:`attended_limit`).
     """
     dims = attention_dims(model, par.tp)
     pre_a = s.n_prefill / par.dp_attention
-    pairs = windowed_pairs(s.past + s.chunk, group.window) - windowed_pairs(s.past, group.window)
-    past_read = np.minimum(s.past, group.window) if group.window else s.past
+    limit = attended_limit(model, group)
+    pairs = windowed_pairs(s.past + s.chunk, limit) - windowed_pairs(s.past, limit)
+    past_read = np.minimum(s.past, limit) if limit else s.past
     kvb = prec.kv_cache.bytes
     return Op("attention_prefill", "attention", "attention_prefill",
               pre_a * 2.0 * dims.heads * sum(dims.prefill) * pairs,
@@ -211,7 +228,7 @@ def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, pre
               attention={"family": "mla_prefill" if dims.mla else "attention_prefill",
                          "batch": pre_a, "isl": s.chunk, "heads": dims.heads,
                          "kv_heads": dims.prefill_kv_heads, "d_qk": dims.prefill[0],
-                         "d_v": dims.prefill[1], "kv_bytes": kvb, "window": group.window or 0})
+                         "d_v": dims.prefill[1], "kv_bytes": kvb, "window": limit or 0})
 
 
 def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> list[Op]:
@@ -221,8 +238,9 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     dims = attention_dims(model, par.tp)
     nq, t_a = dims.heads, s.tokens / a
     if not dims.mla:
-        return [_gemm("qkv_proj", "attention_proj", t_a, (nq + 2.0 * dims.kv_streams) * model.head_dim, h,
-                      wb, ab),
+        q_width = nq * (2.0 if model.attention_output_gate else 1.0)  # the output gate doubles Q
+        return [_gemm("qkv_proj", "attention_proj", t_a, (q_width + 2.0 * dims.kv_streams) * model.head_dim,
+                      h, wb, ab),
                 _gemm("o_proj", "attention_proj", t_a, h, nq * model.v_head_dim, wb, ab)]
     mla = model.mla
     assert mla is not None
@@ -250,11 +268,99 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     return ops
 
 
+def indexer_decode_op(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> Op:
+    r"""DSA lightning indexer of one layer at decode: each sequence scores its whole cached context.
+
+    .. math:: F = 2 b\,n_i d_i L, \qquad D = b\,L\,d_i\,b_{kv}
+
+    with b sequences on the attention rank, n_i indexer heads of size d_i (not split over tp: the
+    indexer is replicated on every rank) and L the context. Linear in L, unlike the top-k attention.
+    """
+    dsa = model.sparse_attention
+    assert dsa is not None
+    dec_a = s.n_decode / par.dp_attention
+    return Op("indexer_decode", "attention", "indexer", dec_a * 2.0 * dsa.index_heads * dsa.index_head_dim * s.context,
+              dec_a * s.context * dsa.index_head_dim * prec.kv_cache.bytes,
+              m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0))
+
+
+def indexer_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> list[Op]:
+    r"""DSA indexer of one layer: its projections (replicated: q from the Q latent, one shared key,
+    per-head weights), the decode scores (:func:`indexer_decode_op`) and the prefill scores over the
+    causal pairs of each chunk, :math:`F = 2 b\,n_i d_i P` with P the full causal pairs.
+    Top-k selection is not costed."""
+    dsa = model.sparse_attention
+    assert dsa is not None
+    h, wb, ab = model.hidden_size, prec.weights.bytes, prec.act_bytes
+    t_a = s.tokens / par.dp_attention
+    ni, di = dsa.index_heads, dsa.index_head_dim
+    q_in = model.mla.q_lora_rank if model.mla is not None and model.mla.q_lora_rank else h
+    pre_a = s.n_prefill / par.dp_attention
+    pairs = windowed_pairs(s.past + s.chunk, None) - windowed_pairs(s.past, None)
+    prefill = Op("indexer_prefill", "attention", "indexer", pre_a * 2.0 * ni * di * pairs,
+                 pre_a * (s.past + s.chunk) * di * prec.kv_cache.bytes,
+                 m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0))
+    return [_gemm("indexer_q", "attention_proj", t_a, ni * di, q_in, wb, ab),
+            _gemm("indexer_k", "attention_proj", t_a, di + ni, h, wb, ab),
+            indexer_decode_op(model, par, prec, s), prefill]
+
+
+#: FLOPs per state element per token of a recurrent update: read-decay, state·key, outer-product
+#: update and query·state, each a multiply-add (Gated DeltaNet; Mamba-2's update has the same count).
+RECURRENT_FLOPS_PER_STATE = 6.0
+
+
+def recurrent_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> list[Op]:
+    r"""Recurrent mixer of one layer (Gated DeltaNet, Mamba-2): projections, conv and the scan.
+
+    Heads split over tp; per local head a state of :math:`S = d_k d_v` elements (b_s bytes each).
+
+    - decode (one token per sequence, O(1) in the context):
+      :math:`F = 6 b H S`, :math:`D = b H (2 S b_s + 2 (d_k + d_v) b_a)` (state read and written);
+    - prefill, chunked scan with chunks of C tokens:
+      :math:`F = T_p H (6 S + 2 C (d_k + d_v))`,
+      :math:`D = T_p H\,2 (d_k + d_v) b_a + n_p \lceil c/C \rceil H\,2 S b_s`;
+    - the causal conv over the conv channels (memory-bound, its ``K − 1`` inputs kept per sequence).
+    """
+    r = model.recurrent
+    assert r is not None
+    h, tp, a = model.hidden_size, par.tp, par.dp_attention
+    wb, ab = prec.weights.bytes, prec.act_bytes
+    sb = dtype(r.state_dtype, "state").bytes
+    heads, state, width = r.num_heads / tp, float(r.key_head_dim * r.value_head_dim), float(
+        r.key_head_dim + r.value_head_dim)
+    t_a, dec_a, pre_a = s.tokens / a, s.n_decode / a, s.n_prefill / a
+    pre_tokens = pre_a * s.chunk
+    conv_ch = r.conv_channels / tp
+    conv = Op("recurrent_conv", "attention", "recurrent", 2.0 * r.conv_kernel * conv_ch * t_a,
+              ab * conv_ch * (2.0 * t_a + 2.0 * (r.conv_kernel - 1) * (dec_a + pre_a)),
+              kernels=1.0 * (t_a > 0))
+    scan_dec = Op("recurrent_decode", "attention", "recurrent", dec_a * heads * RECURRENT_FLOPS_PER_STATE * state,
+                  dec_a * heads * (2.0 * state * sb + 2.0 * width * ab), m=np.maximum(dec_a, 1.0),
+                  kernels=1.0 * (dec_a > 0))
+    chunks = np.ceil(s.chunk / r.chunk)
+    scan_pre = Op("recurrent_prefill", "attention", "recurrent",
+                  pre_tokens * heads * (RECURRENT_FLOPS_PER_STATE * state + 2.0 * r.chunk * width),
+                  pre_tokens * heads * 2.0 * width * ab + pre_a * chunks * heads * 2.0 * state * sb,
+                  m=np.maximum(pre_tokens, 1.0), kernels=1.0 * (pre_a > 0))
+    return [_gemm("recurrent_in_proj", "attention_proj", t_a, r.in_proj / tp, h, wb, ab), conv, scan_dec,
+            scan_pre, _gemm("recurrent_out_proj", "attention_proj", t_a, h, r.out_proj / tp, wb, ab)]
+
+
 def attention_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
                   s: StepShape) -> list[Op]:
-    """Projections and attention cores (decode and prefill) of one layer (see module notation)."""
-    return [*attention_projection_ops(model, par, prec, s), decode_attention_op(model, group, par, prec, s),
-            prefill_attention_op(model, group, par, prec, s)]
+    """Token-mixer ops of one layer (see module notation): projections and attention cores (decode
+    and prefill), plus the DSA indexer where the model has one; or the recurrent mixer's ops for a
+    ``recurrent`` layer group."""
+    if group.mixer == "none":
+        return []
+    if group.mixer == "recurrent":
+        return recurrent_ops(model, par, prec, s)
+    ops = [*attention_projection_ops(model, par, prec, s), decode_attention_op(model, group, par, prec, s),
+           prefill_attention_op(model, group, par, prec, s)]
+    if model.sparse_attention is not None:
+        ops += indexer_ops(model, par, prec, s)
+    return ops
 
 
 def expected_experts_hit(num_experts: int, top_k: int, routed_tokens: np.ndarray) -> np.ndarray:
@@ -276,6 +382,8 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     t = s.tokens
     mats = model.ffn_matrices
     ops: list[Op] = []
+    if group.ffn == "none":
+        return ops
     if group.ffn == "dense":
         inter = model.intermediate_size / g
         ops.append(_gemm("ffn_up", "ffn", t, (mats - 1) * inter, h, wb, ab))
@@ -313,40 +421,48 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
 
     ``part`` keeps one side of an attention–FFN split: ``"attention"`` the add + norm traffic (the
     ``h`` term, 2 kernels), ``"ffn"`` the activation function (the ``I`` term, 1 kernel); ``"all"``
-    (default) is the whole op.
+    (default) is the whole op. A single-sublayer block (mixer or FFN ``"none"``, Nemotron-H) has one
+    add + norm kernel (``4h``) and, without an FFN, no activation.
     """
     ab = prec.act_bytes
     t = s.tokens
-    if group.ffn == "dense":
+    norms = 1.0 if "none" in (group.mixer, group.ffn) else 2.0
+    if group.ffn == "none":
+        act = np.zeros_like(t)
+    elif group.ffn == "dense":
         act = t * model.intermediate_size / par.group
     else:
         moe = model.moe
         assert moe is not None
         act = (t * moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
                + t * moe.shared_intermediate_size / par.group)
-    norm_elems = 8.0 * model.hidden_size * t / par.dp_attention
+    act_kernels = 0.0 if group.ffn == "none" else 1.0
+    norm_elems = 4.0 * norms * model.hidden_size * t / par.dp_attention
     if part == "all":
         data = ab * (norm_elems + 3.0 * act)
-        return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data, kernels=3.0 * (t > 0))
+        return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data,
+                  kernels=(norms + act_kernels) * (t > 0))
     if part == "attention":
         data = ab * norm_elems
         return Op("elementwise_attention", "elementwise", "memory", np.zeros_like(data), data,
-                  kernels=2.0 * (t > 0))
+                  kernels=norms * (t > 0))
     if part == "ffn":
         data = ab * 3.0 * act
-        return Op("elementwise_ffn", "elementwise", "memory", np.zeros_like(data), data, kernels=1.0 * (t > 0))
+        return Op("elementwise_ffn", "elementwise", "memory", np.zeros_like(data), data,
+                  kernels=act_kernels * (t > 0))
     raise ValueError(f"part: expected 'all', 'attention' or 'ffn', got {part!r}")
 
 
 def layer_messages(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
                    s: StepShape) -> list[Message]:
-    """Collectives of one layer: TP all-reduces, or EP all-to-all with attention-DP."""
+    """Collectives of one layer: TP all-reduces, or EP all-to-all with attention-DP (none for the
+    sublayer a Nemotron-H block does not have)."""
     h, ab = model.hidden_size, prec.act_bytes
     t = s.tokens
     msgs: list[Message] = []
-    if par.tp > 1:
+    if par.tp > 1 and group.mixer != "none":
         msgs.append(Message("attn_allreduce", "all_reduce", t / par.dp_attention * h * ab, par.tp))
-    if par.group > 1:
+    if par.group > 1 and group.ffn != "none":
         if par.dp_attention == 1:
             msgs.append(Message("ffn_allreduce", "all_reduce", t * h * ab, par.group))
         elif group.ffn == "moe":

@@ -10,6 +10,11 @@ Conventions (as in TensorRT-LLM and AIConfigurator):
   ``ep × moe_tp == tp × dp_attention`` (the MoE group spans the attention group).
 
 Devices per replica = ``tp × dp_attention × pp``.
+
+Attention heads divide by the attention-TP size ``tp``, not by the MoE group: a recorded tensor-parallel
+size that does not divide the heads (DeepSeek-R1's 128 heads on 12, 20, 28, 36, 72 GPUs of a GB200
+NVL72) is served with attention data parallelism, each rank holding whole heads
+(:func:`attention_layout`).
 """
 
 from __future__ import annotations
@@ -61,8 +66,10 @@ class Parallel:
         if model.num_attention_heads % tp:
             divisors = [d for d in range(1, model.num_attention_heads + 1)
                         if model.num_attention_heads % d == 0 and d <= 64]
+            hint = (f"; or run attention DP over those devices: tp=1, dp_attention={tp * dp_attention} "
+                    f"(attention_layout)" if model.moe is not None else "")
             raise ConfigError(f"tp={tp} does not divide {model.id}'s {model.num_attention_heads} attention "
-                              f"heads; allowed tp: {divisors}")
+                              f"heads; allowed tp: {divisors}{hint}")
         if pp > model.num_layers:
             raise ConfigError(f"pp={pp} exceeds {model.id}'s {model.num_layers} layers")
         group = tp * dp_attention
@@ -89,3 +96,22 @@ class Parallel:
         if self.ep > 1:
             parts.append(f"ep{self.ep}")
         return "-".join(parts)
+
+
+def attention_layout(model: ModelSpec, tp: int, dp_attention: int = 1) -> tuple[int, int]:
+    """(attention tp, attention dp) an engine runs for a recorded ``tp`` × ``dp_attention`` world.
+
+    Unchanged when ``tp`` divides the model's attention heads. Otherwise, for a MoE model recorded
+    without attention DP, the engine can only run it with attention DP over the whole group (TensorRT-LLM
+    ``enable_attention_dp``, SGLang ``--enable-dp-attention --dp N``): attention replicated per rank
+    (tp 1, dp = tp) while the MoE layers keep the group of ``tp`` devices. Anything else is returned
+    as given (:meth:`Parallel.build` then says why it is invalid).
+
+    Examples
+    --------
+    DeepSeek-R1 (128 heads, MoE) on 36 GPUs: ``attention_layout(r1, 36)`` is ``(1, 36)``; on 8 GPUs
+    ``(8, 1)``.
+    """
+    if model.moe is None or dp_attention != 1 or tp < 1 or model.num_attention_heads % tp == 0:
+        return tp, dp_attention
+    return 1, tp

@@ -31,7 +31,13 @@ from .costs import (
     prefill_tile_time,
 )
 from .efficiency import Efficiency, profile_for
-from .memory import DEFAULT_RESERVE, kv_bytes_per_token_device, max_sequences, weights_per_device
+from .memory import (
+    DEFAULT_RESERVE,
+    kv_bytes_per_token_device,
+    max_sequences,
+    state_bytes_per_sequence_device,
+    weights_per_device,
+)
 from .ops import (
     Message,
     Op,
@@ -41,6 +47,7 @@ from .ops import (
     elementwise_op,
     embedding_head_ops,
     ffn_ops,
+    indexer_decode_op,
     layer_messages,
 )
 from .parallel import Parallel
@@ -283,14 +290,24 @@ class StepModel:
     @property
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token of context for the whole replica (all devices) [B]."""
-        per_dev = float(kv_bytes_per_token_device(self.model, self.parallel, self.precision, 1.0))
+        per_dev = float(kv_bytes_per_token_device(self.model, self.parallel, self.precision, 1.0,
+                                                  state=False))
+        return per_dev * self.parallel.group * self.parallel.pp / self.parallel.dp_attention
+
+    @property
+    def state_bytes_per_sequence(self) -> float:
+        """Recurrent state one sequence holds on the replica (all devices) [B]; 0 without recurrent
+        layers. Fixed per sequence, independent of its length, and not part of ``kv_bytes_per_token``
+        or ``kv_capacity_tokens``: a caller admitting n sequences needs n times this as well."""
+        per_dev = state_bytes_per_sequence_device(self.model, self.parallel)
         return per_dev * self.parallel.group * self.parallel.pp / self.parallel.dp_attention
 
     @property
     def kv_capacity_tokens(self) -> int:
-        """KV tokens that fit per replica after weights, workspace and reserve (full-attention count)."""
+        """KV tokens that fit per replica after weights, workspace and reserve (full-attention count;
+        recurrent state excluded, see :attr:`state_bytes_per_sequence`)."""
         n = max_sequences(self.model, self.parallel, self.precision, self.hardware.memory_capacity, 1.0,
-                          self.reserve)
+                          self.reserve, state=False)
         return int(n)
 
     # ------------------------------------------------------------------ time
@@ -378,9 +395,9 @@ class StepModel:
             return OpTime((t.compute - tiles) * cscale + tiles,
                           np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
                           t.overhead * op.kernels, t.overlap)
-        if op.kind == "attention_decode":
+        if op.kind in ("attention_decode", "indexer"):
             eta_c, eta_m = eff.attention_compute, eff.attention_memory
-        elif op.kind == "attention_prefill":
+        elif op.kind in ("attention_prefill", "recurrent"):
             eta_c, eta_m = eff.attention_compute, eff.memory
         else:
             eta_c, eta_m = 1.0, eff.memory
@@ -391,19 +408,21 @@ class StepModel:
 
     @functools.cached_property
     def _attention_groups(self) -> list[LayerGroup]:
-        """Layers merged by attention window (their FFN kind is irrelevant to attention ops)."""
-        counts: dict[int | None, int] = {}
+        """Layers merged by token mixer and attention window (their FFN kind is irrelevant to them)."""
+        counts: dict[tuple, int] = {}
         for g in self.model.layer_groups:
-            counts[g.window] = counts.get(g.window, 0) + g.count
-        return [LayerGroup(count=c, ffn="dense", window=w) for w, c in counts.items()]
+            counts[(g.mixer, g.window)] = counts.get((g.mixer, g.window), 0) + g.count
+        return [LayerGroup(count=c, ffn="dense", window=w, mixer=m) for (m, w), c in counts.items()]
 
     @functools.cached_property
     def _ffn_groups(self) -> list[LayerGroup]:
-        """Layers merged by FFN kind (their window is irrelevant to FFN ops and messages)."""
-        counts: dict[str, int] = {}
+        """Layers merged by FFN kind and whether they have a mixer (their window and mixer kind are
+        irrelevant to FFN ops, norms and messages)."""
+        counts: dict[tuple, int] = {}
         for g in self.model.layer_groups:
-            counts[g.ffn] = counts.get(g.ffn, 0) + g.count
-        return [LayerGroup(count=c, ffn=f, window=None) for f, c in counts.items()]
+            key = (g.ffn, "none" if g.mixer == "none" else "attention")
+            counts[key] = counts.get(key, 0) + g.count
+        return [LayerGroup(count=c, ffn=f, window=None, mixer=m) for (f, m), c in counts.items()]
 
     def _offload(self, op: Op, group, shape: StepShape) -> tuple[Op, np.ndarray]:
         """Move the host-resident share of a decode attention op's KV bytes to the host link."""
@@ -448,16 +467,23 @@ class StepModel:
         return out
 
     def decode_attention_parts(self, n_decode, context) -> PartSums:
-        """Decode attention cores alone, summed over layers: the context-dependent part of a step [s]."""
+        """Decode attention cores (and DSA indexers) alone, summed over layers: the context-dependent
+        part of a step [s]."""
         par = self.parallel
         n = np.asarray(n_decode, dtype=float) / (par.pp if par.pp > 1 else 1)
         shape = StepShape.make(n_decode=n, context=context)
         comp = mem = tot = 0.0
         for group in self._attention_groups:
-            parts = self._op_parts(decode_attention_op(self.model, group, par, self.precision, shape))
-            comp = comp + group.count * parts.compute
-            mem = mem + group.count * parts.memory
-            tot = tot + group.count * parts.total
+            if group.mixer != "attention":  # a recurrent step does not depend on the context
+                continue
+            ops = [decode_attention_op(self.model, group, par, self.precision, shape)]
+            if self.model.sparse_attention is not None:
+                ops.append(indexer_decode_op(self.model, par, self.precision, shape))
+            for op in ops:
+                parts = self._op_parts(op)
+                comp = comp + group.count * parts.compute
+                mem = mem + group.count * parts.memory
+                tot = tot + group.count * parts.total
         return PartSums(np.asarray(comp), np.asarray(mem), np.asarray(tot))
 
     def decode_attention_time(self, n_decode, context) -> np.ndarray:

@@ -9,15 +9,17 @@ from .derived import (
     params_active,
     params_breakdown,
     params_total,
+    state_bytes_per_sequence,
     weight_bytes,
 )
 from .hf_config import SUPPORTED_FAMILIES, from_hf_config
 from .registry import list_models, load_model, load_model_file
-from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape
+from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape, RecurrentShape, SparseAttentionShape
 
 __all__ = [
-    "SUPPORTED_FAMILIES", "LayerGroup", "MLAShape", "ModelSpec", "MoEShape", "from_hf_config",
+    "SUPPORTED_FAMILIES", "LayerGroup", "MLAShape", "ModelSpec", "MoEShape", "RecurrentShape",
+    "SparseAttentionShape", "from_hf_config",
     "kv_bytes_per_token", "kv_cache_bytes", "kv_cache_bytes_by_group", "kv_elems_per_token_per_layer",
     "list_models", "load_model", "load_model_file", "params_active", "params_breakdown", "params_total",
-    "weight_bytes",
+    "state_bytes_per_sequence", "weight_bytes",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import SpecError
-from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape
+from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape, RecurrentShape, SparseAttentionShape
 
 _MISSING = object()
 #: transformers' default: every 4th Llama-4 layer is NoPE with global (full) attention.
@@ -145,12 +145,12 @@ def _qwen_windows(r: _Reader, n: int) -> list[int | None]:
     return [sliding if i >= first else None for i in range(n)]
 
 
-def _merge(layers: list[tuple[str, int | None]]) -> tuple[LayerGroup, ...]:
-    """Count identical (ffn, window) layers, in order of first appearance."""
-    counts: dict[tuple[str, int | None], int] = {}
+def _merge(layers: list[tuple]) -> tuple[LayerGroup, ...]:
+    """Count identical (ffn, window[, mixer]) layers, in order of first appearance."""
+    counts: dict[tuple, int] = {}
     for key in layers:
         counts[key] = counts.get(key, 0) + 1
-    return tuple(LayerGroup(c, ffn, window) for (ffn, window), c in counts.items())  # type: ignore[arg-type]
+    return tuple(LayerGroup(c, *key) for key, c in counts.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,12 +192,100 @@ def _qwen3(r: _Reader) -> dict:
     return _llama_like(r, sliding=False, qk_norm=True, qwen_window=True)
 
 
+def _gemma(r: _Reader, *, version: int) -> dict:
+    """Gemma 2 / 3 text decoders: GQA with explicit ``head_dim``, gated-GELU MLP, four norms per layer
+    (before and after attention and MLP), tied embeddings unless the config says otherwise, and
+    interleaved sliding-window layers: ``layer_types`` where given, else Gemma 2 alternates (even
+    layers slide) and Gemma 3 makes every ``sliding_window_pattern``-th layer (default 6) global.
+    Gemma 3 adds Q/K RMSNorm. Logit soft-capping does not change the cost and is ignored."""
+    f = _base(r)
+    f["tie_word_embeddings"] = r.flag("tie_word_embeddings", True)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    sliding = r.int("sliding_window", None)
+    windows = _windows_from_layer_types(r, n, sliding, None)
+    if windows is None:
+        if sliding is None:
+            windows = [None] * n
+        elif version == 2:
+            windows = [sliding if i % 2 == 0 else None for i in range(n)]
+        else:
+            every = r.int("sliding_window_pattern", 6)
+            windows = [None if (i + 1) % every == 0 else sliding for i in range(n)]
+    bias = r.flag("attention_bias", False)
+    f.update(intermediate_size=r.int("intermediate_size"), attention_bias=bias, attention_out_bias=bias,
+             qk_norm=version >= 3, norms_per_layer=4, layer_groups=_merge([("dense", w) for w in windows]),
+             notes=("attention / final logit soft-capping is not a cost and is ignored",))
+    return f
+
+
+def _gemma2(r: _Reader) -> dict:
+    return _gemma(r, version=2)
+
+
+def _gemma3(r: _Reader) -> dict:
+    return _gemma(r, version=3)
+
+
+def _phi3(r: _Reader) -> dict:
+    """Phi-3 / Phi-4 (``phi3``): GQA with fused q/k/v and gate/up projections (the same parameters as
+    separate ones), no biases; a ``sliding_window`` (Phi-3-mini: 2047) applies to every layer."""
+    f = _llama_like(r, sliding=True, qkv_bias=False)
+    f["attention_out_bias"] = False
+    return f
+
+
+def _glm4(r: _Reader) -> dict:
+    """GLM-4 dense (``glm4``, GLM-4-0414): GQA with q/k/v biases (``attention_bias``), fused gate/up,
+    and four norms per layer (post-attention and post-MLP norms besides the usual two)."""
+    f = _llama_like(r, sliding=False, qkv_bias=r.flag("attention_bias", True))
+    f["norms_per_layer"] = 4
+    return f
+
+
+def _glm4_moe(r: _Reader) -> dict:
+    """GLM-4.5 / 4.6 / 4.7 (``glm4_moe``): GQA with q/k/v biases (``attention_bias``) and optional Q/K
+    norm (``use_qk_norm``); DeepSeek-style MoE: first ``first_k_dense_replace`` layers dense, then
+    ``n_routed_experts`` routed (``num_experts_per_tok``, ``moe_intermediate_size``) plus
+    ``n_shared_experts`` shared experts, sigmoid router with a correction bias. MTP layers are not
+    counted."""
+    f = _llama_like(r, sliding=False, qkv_bias=r.flag("attention_bias", False))
+    n = f["num_layers"]
+    experts, top_k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "n_routed_experts")
+    first_dense = r.int("first_k_dense_replace", 0, minimum=0)
+    if first_dense > n:
+        raise r.fail(f"{r.name('first_k_dense_replace')} ({first_dense}) exceeds {r.name('num_hidden_layers')} ({n})")
+    shared, size = r.int("n_shared_experts", 0, minimum=0), r.int("moe_intermediate_size")
+    f.update(qk_norm=r.flag("use_qk_norm", False),
+             moe=MoEShape(experts, top_k, size, shared, shared * size, router_bias=True),
+             layer_groups=_merge([("moe" if i >= first_dense else "dense", None) for i in range(n)]),
+             notes=("multi-token-prediction (MTP) layers are not counted",))
+    return f
+
+
 def _mixtral(r: _Reader) -> dict:
     f = _llama_like(r, sliding=True)
     experts, top_k = r.int("num_local_experts"), r.int("num_experts_per_tok")
     _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_local_experts")
     f["moe"] = MoEShape(experts, top_k, f["intermediate_size"])
     f["layer_groups"] = tuple(LayerGroup(g.count, "moe", g.window) for g in f["layer_groups"])
+    return f
+
+
+def _minimax_m2(r: _Reader) -> dict:
+    """MiniMax-M2: GQA with Q/K RMSNorm over all heads (``qk_norm_type: per_layer``), MoE on every
+    layer (``num_local_experts`` experts of ``intermediate_size``, sigmoid router with a bias)."""
+    f = _llama_like(r, sliding=False)
+    experts, top_k = r.int("num_local_experts"), r.int("num_experts_per_tok")
+    _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_local_experts")
+    if r.int("shared_intermediate_size", 0, minimum=0):
+        raise r.fail(f"{r.name('shared_intermediate_size')} > 0 (a shared expert) is not supported for minimax_m2")
+    per_layer = r.get("qk_norm_type", "per_layer") == "per_layer"
+    f.update(qk_norm=r.flag("use_qk_norm", False), qk_norm_per_layer=per_layer,
+             moe=MoEShape(experts, top_k, f["intermediate_size"], router_bias=r.flag("use_routing_bias", False)),
+             layer_groups=tuple(LayerGroup(g.count, "moe", g.window) for g in f["layer_groups"]),
+             notes=("multi-token-prediction (MTP) modules are not counted",))
     return f
 
 
@@ -247,6 +335,152 @@ def _deepseek_v3(r: _Reader) -> dict:
              moe=MoEShape(experts, top_k, moe_size, shared, shared * moe_size,
                           router_bias=r.get("topk_method") == "noaux_tc"),
              layer_groups=_merge([(x, None) for x in ffn]), notes=tuple(notes), mtp_layers=mtp_layers)
+    return f
+
+
+def _deepseek_v32(r: _Reader) -> dict:
+    """DeepSeek-V3.2 and GLM-5 (``glm_moe_dsa``): the DeepSeek-V3 layout (MLA, shared expert, first k
+    layers dense) with DeepSeek Sparse Attention on every layer."""
+    f = _deepseek_v3(r)
+    dsa = SparseAttentionShape(r.int("index_n_heads"), r.int("index_head_dim"), r.int("index_topk"))
+    f["sparse_attention"] = dsa
+    f["notes"] = (*f["notes"], f"DeepSeek Sparse Attention: a {dsa.index_heads}-head indexer scores every "
+                  f"cached token, attention reads the top {dsa.top_k}; the indexer caches "
+                  f"{dsa.index_head_dim} more elements per token per layer")
+    return f
+
+
+def _gated_deltanet(r: _Reader) -> RecurrentShape:
+    """Gated DeltaNet mixer of Qwen3-Next / Qwen3.5 linear-attention layers.
+
+    Input projections q, k (``n_k·d_k`` each), v and the output gate z (``n_v·d_v`` each), and the
+    per-value-head ``b`` (β) and ``a`` (decay) scalars; the conv runs over q, k and v.
+    """
+    nk, nv = r.int("linear_num_key_heads"), r.int("linear_num_value_heads")
+    dk, dv = r.int("linear_key_head_dim"), r.int("linear_value_head_dim")
+    if nv % nk:
+        raise r.fail(f"{r.name('linear_num_value_heads')} ({nv}) is not divisible by "
+                     f"{r.name('linear_num_key_heads')} ({nk})")
+    key_dim, value_dim = nk * dk, nv * dv
+    state = str(r.get("mamba_ssm_dtype", "bfloat16"))
+    return RecurrentShape("gated_deltanet", nv, dk, dv, in_proj=2 * key_dim + 2 * value_dim + 2 * nv,
+                          out_proj=value_dim, conv_channels=2 * key_dim + value_dim,
+                          conv_kernel=r.int("linear_conv_kernel_dim"), head_params=2, norm_width=dv,
+                          state_dtype={"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(state, state))
+
+
+def _linear_layers(r: _Reader, n: int) -> list[str]:
+    """Per-layer mixer of a Qwen3-Next / Qwen3.5 hybrid: ``layer_types`` or every
+    ``full_attention_interval``-th layer full attention, the others linear (Gated DeltaNet)."""
+    types = r.get("layer_types")
+    if types is None:
+        interval = r.int("full_attention_interval")
+        return ["attention" if (i + 1) % interval == 0 else "recurrent" for i in range(n)]
+    if not isinstance(types, list) or len(types) != n:
+        got = len(types) if isinstance(types, list) else repr(types)
+        raise r.fail(f"{r.name('layer_types')} must list one type per layer ({n}), got {got}")
+    kinds = {"full_attention": "attention", "linear_attention": "recurrent"}
+    bad = [f"[{i}] {t!r}" for i, t in enumerate(types) if t not in kinds]
+    if bad:
+        raise r.fail(f"{r.name('layer_types')}{bad[0]}; supported: {', '.join(kinds)}")
+    return [kinds[t] for t in types]
+
+
+def _qwen3_next(r: _Reader) -> dict:
+    """Qwen3-Next / Qwen3.5 hybrids: Gated DeltaNet layers and every 4th a gated full-attention layer
+    (Q/K norm, output gate); MoE with a gated shared expert (``*_moe``) or a dense FFN."""
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    mixers = _linear_layers(r, n)
+    f.update(qk_norm=True, attention_output_gate=r.flag("attn_output_gate", True),
+             attention_bias=r.flag("attention_bias", False), attention_out_bias=False,
+             recurrent=_gated_deltanet(r),
+             notes=("Gated DeltaNet layers keep a fixed recurrent state per sequence instead of a KV cache",
+                    "multi-token-prediction (MTP) layers are not counted"))
+    if r.has("num_experts"):
+        experts, top_k = r.int("num_experts"), r.int("num_experts_per_tok")
+        _check_top_k(r, top_k, "num_experts_per_tok", experts, "num_experts")
+        shared = r.int("shared_expert_intermediate_size", 0, minimum=0)
+        step = r.int("decoder_sparse_step", 1)
+        dense_only = set(r.int_list("mlp_only_layers") or [])
+        ffn = ["moe" if i not in dense_only and (i + 1) % step == 0 else "dense" for i in range(n)]
+        f["moe"] = MoEShape(experts, top_k, r.int("moe_intermediate_size"), 1 if shared else 0, shared,
+                            shared_expert_gate=bool(shared))
+        f["intermediate_size"] = r.int("intermediate_size", r.int("moe_intermediate_size"))
+    else:
+        ffn = ["dense"] * n
+        f["intermediate_size"] = r.int("intermediate_size")
+    f["layer_groups"] = _merge([(x, None, m) for x, m in zip(ffn, mixers, strict=True)])
+    return f
+
+
+#: Nemotron-H ``hybrid_override_pattern`` characters -> (mixer, ffn) of the block.
+NEMOTRON_H_BLOCKS = {"M": ("recurrent", "none"), "*": ("attention", "none"), "-": ("none", "dense"),
+                     "E": ("none", "moe")}
+
+
+def _mamba2(r: _Reader) -> RecurrentShape:
+    """Mamba-2 mixer of Nemotron-H: input projection to z, x (``d_inner`` each), B, C (``n_groups ·
+    ssm_state_size`` each) and dt (one per head); conv over x, B, C; per head A, D, dt bias; gated
+    norm over ``d_inner``; state per head ``ssm_state_size × mamba_head_dim``."""
+    heads, head_dim = r.int("mamba_num_heads"), r.int("mamba_head_dim")
+    d_state, groups = r.int("ssm_state_size"), r.int("n_groups", 1)
+    if heads % groups:
+        raise r.fail(f"{r.name('mamba_num_heads')} ({heads}) is not divisible by {r.name('n_groups')} ({groups})")
+    if r.flag("mamba_proj_bias", False):
+        raise r.fail(f"{r.name('mamba_proj_bias')} true is not supported")
+    d_inner, bc = heads * head_dim, 2 * groups * d_state
+    state = str(r.get("mamba_ssm_cache_dtype", "bfloat16"))
+    return RecurrentShape("mamba2", heads, d_state, head_dim, in_proj=2 * d_inner + bc + heads, out_proj=d_inner,
+                          conv_channels=d_inner + bc, conv_kernel=r.int("conv_kernel"), head_params=3,
+                          norm_width=d_inner, conv_bias=r.flag("use_conv_bias", True),
+                          state_dtype={"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(state, state),
+                          chunk=r.int("chunk_size", 128))
+
+
+def _nemotron_h(r: _Reader) -> dict:
+    """Nemotron-H / Nemotron-3 hybrids: a ``hybrid_override_pattern`` of single-sublayer blocks, each a
+    Mamba-2 mixer (``M``), a GQA attention layer (``*``), a squared-ReLU MLP (``-``, two matrices) or a
+    MoE (``E``: routed and shared experts of the same two-matrix kind), with one norm per block."""
+    cfg = dict(r.cfg)
+    if "head_dim" not in cfg and "attention_head_dim" in cfg:
+        cfg["head_dim"] = cfg["attention_head_dim"]
+    types = cfg.get("layers_block_type")
+    if isinstance(types, list) and "hybrid_override_pattern" not in cfg:  # newer spelling, one word per block
+        names = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        cfg["hybrid_override_pattern"] = "".join(names.get(str(t), "?") for t in types)
+        cfg.setdefault("num_hidden_layers", len(types))
+    r = _Reader(cfg, r.origin, r.prefix)
+    if r.has("moe_latent_size"):
+        raise r.fail(f"{r.name('moe_latent_size')} (LatentMoE: experts in a projected latent space) is not "
+                     "supported")
+    f = _base(r)
+    f.update(_attention_heads(r, f["hidden_size"]))
+    n = f["num_layers"]
+    pattern = r.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != n:
+        got = len(pattern) if isinstance(pattern, str) else repr(pattern)
+        raise r.fail(f"{r.name('hybrid_override_pattern')} must have one character per layer ({n}), got {got}")
+    bad = sorted(set(pattern) - set(NEMOTRON_H_BLOCKS))
+    if bad:
+        raise r.fail(f"{r.name('hybrid_override_pattern')} has {bad}; supported: {', '.join(NEMOTRON_H_BLOCKS)}")
+    blocks = [NEMOTRON_H_BLOCKS[c] for c in pattern]
+    act = r.get("mlp_hidden_act", "relu2")
+    f.update(ffn_matrices=2 if act == "relu2" else 3, norms_per_layer=1,
+             attention_bias=r.flag("attention_bias", False), attention_out_bias=r.flag("attention_bias", False),
+             ffn_bias=r.flag("mlp_bias", False), intermediate_size=r.int("intermediate_size"),
+             layer_groups=_merge([(ffn, None, mixer) for mixer, ffn in blocks]),
+             notes=("one norm per block; each block is a Mamba-2 mixer, an attention layer, an MLP or a MoE",))
+    if "M" in pattern:
+        f["recurrent"] = _mamba2(r)
+    if "E" in pattern:
+        experts, top_k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
+        _check_top_k(r, top_k, "num_experts_per_tok", experts, "n_routed_experts")
+        shared = r.int("moe_shared_expert_intermediate_size", 0, minimum=0) if r.int(
+            "n_shared_experts", 0, minimum=0) else 0
+        f["moe"] = MoEShape(experts, top_k, r.int("moe_intermediate_size"), r.int("n_shared_experts", 0, minimum=0),
+                            shared, router_bias=True)
     return f
 
 
@@ -333,7 +567,14 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "llama": _llama, "llama4": _llama4, "llama4_text": _llama4, "mistral": _mistral,
     "mixtral": _mixtral, "qwen2": _qwen2, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "gpt_oss": _gpt_oss, "gptj": _gptj,
+    "deepseek_v32": _deepseek_v32, "glm_moe_dsa": _deepseek_v32, "qwen3_next": _qwen3_next,
+    "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2,
+    "nemotron_h": _nemotron_h, "gemma2": _gemma2, "gemma3_text": _gemma3, "phi3": _phi3, "glm4": _glm4,
+    "glm4_moe": _glm4_moe,
 }
+#: Multimodal wrappers whose ``text_config`` is the decoder the spec describes.
+_TEXT_WRAPPERS = {"llama4": "llama4", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text",
+                  "gemma3": "gemma3_text"}
 #: ``model_type`` values :func:`from_hf_config` understands.
 SUPPORTED_FAMILIES: tuple[str, ...] = tuple(sorted(_FAMILIES))
 
@@ -345,8 +586,8 @@ def from_hf_config(config: dict, id: str, hf_repo_id: str | None = None, source:
     Parameters
     ----------
     config : dict
-        The parsed ``config.json``. Llama-4's multimodal wrapper is accepted: its ``text_config``
-        is read (errors then name ``text_config.<field>``).
+        The parsed ``config.json``. Multimodal wrappers (Llama-4, Qwen3.5) are accepted: their
+        ``text_config`` is read (errors then name ``text_config.<field>``).
     id : str
         Identifier given to the spec.
     hf_repo_id, source : str, optional
@@ -368,11 +609,12 @@ def from_hf_config(config: dict, id: str, hf_repo_id: str | None = None, source:
     if model_type is None:
         raise SpecError(f"{origin}: missing 'model_type'; supported families: {supported}")
     reader = _Reader(config, origin)
-    if model_type == "llama4" and isinstance(config.get("text_config"), dict):
+    if model_type in _TEXT_WRAPPERS and isinstance(config.get("text_config"), dict):
         text = dict(config["text_config"])
         if "tie_word_embeddings" in config and "tie_word_embeddings" not in text:
             text["tie_word_embeddings"] = config["tie_word_embeddings"]
         reader = _Reader(text, origin, "text_config.")
+        model_type = _TEXT_WRAPPERS[model_type] if model_type != "llama4" else model_type
     if model_type not in _FAMILIES:
         raise SpecError(f"{origin}: unsupported 'model_type' {model_type!r}; "
                         f"supported families: {supported}")

@@ -4,21 +4,20 @@
 :class:`~perfmodel.modelspec.ModelSpec`, or raises :class:`UnsupportedModel` with the reason the row
 cannot be predicted. Order of look-up:
 
-1. :func:`perfmodel.modelspec.load_model` (shipped ids and HF repo ids, quantisation suffixes ignored);
+1. :func:`perfmodel.modelspec.load_model` (shipped ids and HF repo ids, quantisation suffixes ignored;
+   MiniMax-M2.5 is a shipped ``minimax_m2`` spec);
 2. a *bridge* for checkpoints whose ``model_type`` the spec reader does not know although the
    architecture is one it does (config files shipped in ``perfmodel/data/validation/hf_configs``):
 
    - ``moonshotai/Kimi-K2.5`` (``kimi_k25``): a vision-language wrapper whose ``text_config`` is a
      ``kimi_k2`` (DeepSeek-V3 / MLA) decoder; the text decoder is read, the vision tower (served only
      for image inputs) is left out.
-   - ``MiniMaxAI/MiniMax-M2.5`` (``minimax_m2``): a GQA decoder whose every layer is a top-8-of-256
-     MoE with experts of ``intermediate_size``; its fields are those of a ``mixtral`` config, so it
-     is read as one (the per-layer q/k RMSNorm it adds is a negligible elementwise op).
    - ``nvidia/DeepSeek-V3.1-NVFP4``: DeepSeek-V3 architecture (``deepseek_v3``).
 
    These bridges belong in :mod:`perfmodel.modelspec` once that reader supports the families.
-3. Families with attention the core cost model does not cover are refused with that reason (Qwen3.5:
-   gated-delta-net linear attention layers; GLM-5: DeepSeek sparse attention, DSA).
+3. Families with attention the core cost model does not cover are refused with that reason
+   (:data:`UNSUPPORTED_ARCHITECTURES`; empty since Qwen3.5 / Qwen3-Next Gated DeltaNet hybrids and
+   DeepSeek Sparse Attention models — DeepSeek-V3.2, GLM-5 — are shipped model families).
 """
 
 from __future__ import annotations
@@ -36,18 +35,13 @@ class UnsupportedModel(PerfmodelError):
     """A measured row's model cannot be costed; the message is the skip reason."""
 
 
-#: Repo-id fragments (lower case) of architectures the cost model does not cover, with the reason.
-UNSUPPORTED_ARCHITECTURES: dict[str, str] = {
-    "qwen3.5": "unsupported attention: Qwen3.5 hybrid gated-delta-net linear attention",
-    "qwen3_5": "unsupported attention: Qwen3.5 hybrid gated-delta-net linear attention",
-    "glm-5": "unsupported attention: GLM-5 DeepSeek sparse attention (DSA)",
-    "glm5": "unsupported attention: GLM-5 DeepSeek sparse attention (DSA)",
-}
+#: Repo-id fragments (lower case) of architectures the cost model does not cover, with the reason
+#: (none today: Qwen3.5's Gated DeltaNet layers and GLM-5's DeepSeek Sparse Attention are modelled).
+UNSUPPORTED_ARCHITECTURES: dict[str, str] = {}
 
 #: Repo id (lower case) -> (shipped config file, how to read it) for the bridged checkpoints.
 BRIDGES: dict[str, tuple[str, str]] = {
     "moonshotai/kimi-k2.5": ("moonshotai--Kimi-K2.5_config.json", "text_config"),
-    "minimaxai/minimax-m2.5": ("MiniMaxAI--MiniMax-M2.5_config.json", "as_mixtral"),
     "nvidia/deepseek-v3.1-nvfp4": ("nvidia--DeepSeek-V3.1-NVFP4_config.json", "as_is"),
 }
 
@@ -58,8 +52,6 @@ def _bridge(repo_id: str, file: str, how: str) -> ModelSpec:
     origin = f"perfmodel/data/validation/hf_configs/{file}"
     if how == "text_config":
         config = config["text_config"]
-    elif how == "as_mixtral":
-        config = dict(config, model_type="mixtral", sliding_window=None)
     model_id = repo_id.rsplit("/", 1)[-1].lower()
     return from_hf_config(config, model_id, hf_repo_id=repo_id, source=origin, origin=origin)
 

@@ -11,6 +11,10 @@ are predicted with :func:`perfmodel.core.predict.predict`:
     ``derived_static_batch_latency_s`` (wall time of the whole batch, prefill + OSL decode steps) vs
     the predicted E2E = TTFT + (OSL − 1)·TPOT.
 
+Hardware: :func:`perfmodel.validation.hardware_names.parse_hardware` reads the ``hardware`` cell
+(``"H200-SXM-141GB (x8)"``, ``"8xB200"``...); a row whose part it cannot read, or whose memory variant
+is not the shipped part's, is skipped with what it could not read.
+
 Formats: ``precision`` FP8 -> fp8 weights and activations, FP16 -> fp16; ``kv_cache_precision`` when
 given, else FP8 KV with FP8 weights (the TensorRT-LLM performance docs of these versions state an FP8 KV
 cache on Hopper/Ada) and the weight format otherwise.
@@ -25,16 +29,13 @@ import pandas as pd
 
 from ..core.predict import predict
 from ..errors import PerfmodelError
+from .hardware_names import parse_hardware
 from .models import UnsupportedModel, resolve_model
 from .stepmodels import StepModelCache
 
 #: Columns that identify a published end-to-end table.
 REQUIRED_COLUMNS = ("row_id", "hardware", "model", "precision", "TP", "ISL_tokens", "OSL_tokens",
                     "batch_size", "clean_for_validation")
-
-#: Hardware strings of the published rows -> accelerator id (prefix match on the text before " (x").
-HARDWARE = {"H100-SXM": "h100-sxm", "H200-SXM": "h200-sxm", "A100": "a100-sxm", "B200": "b200",
-            "GB200": "gb200"}
 
 #: Published model names -> model ids understood by :func:`resolve_model`.
 MODELS = {"GPT-J-6B": "gptj-6b", "Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b",
@@ -44,14 +45,6 @@ MODELS = {"GPT-J-6B": "gptj-6b", "Llama-2-7B": "llama-2-7b", "Llama-2-13B": "lla
 def _number(text) -> float:
     m = re.match(r"^\s*([0-9.]+)", str(text))
     return float(m.group(1)) if m else float("nan")
-
-
-def _hardware(text: str) -> str | None:
-    head = str(text).split(" (x")[0]
-    for prefix, hw in HARDWARE.items():
-        if head.startswith(prefix):
-            return hw
-    return None
 
 
 def _formats(row: pd.Series) -> tuple[str, str]:
@@ -106,9 +99,10 @@ def validate_published(df: pd.DataFrame, efficiency="calibrated") -> tuple[pd.Da
         if str(row["clean_for_validation"]).strip() != "Y":
             skip(f"not clean for validation: {row['clean_for_validation'] or '(empty)'}")
             continue
-        hw = _hardware(row["hardware"])
+        parsed = parse_hardware(row["hardware"])
+        hw = parsed.accelerator
         if hw is None:
-            skip(f"unknown hardware: {row['hardware']}")
+            skip(f"unknown hardware: {parsed.problem}")
             continue
         model_id = MODELS.get(str(row["model"]).strip())
         targets = _targets(row)

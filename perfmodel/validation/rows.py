@@ -21,7 +21,10 @@ Mapping rules (documented in ``docs/validation.md``):
   Hopper (no FP4 peak) run as weight-only (bf16 activations).
 - KV cache: :func:`kv_cache_format` (policy chosen from checkpoints and the data; see :class:`KVPolicy`).
 - ``agg``: replica = ``tp × pp × attention_dp`` GPUs; ``batch_size`` is the concurrency per attention-DP
-  rank, so the replica runs ``batch_size × attention_dp`` requests; empty/0 degrees mean 1.
+  rank, so the replica runs ``batch_size × attention_dp`` requests; empty/0 degrees mean 1. A MoE
+  model's ``tp_size`` that does not divide its attention heads (DeepSeek-R1 on 12–72 GB200 GPUs) is
+  run with attention DP over those GPUs (:func:`perfmodel.core.parallel.attention_layout`); the
+  request count is unchanged.
 - ``disagg``: mapped only when the pools' worker counts and batch sizes are recorded; the decode
   replica runs ``decode_batch_size × decode_attention_dp`` requests, the prefill pool sees the same
   request rate spread over ``prefill_num_workers`` replicas.
@@ -37,10 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.parallel import Parallel
+from ..core.parallel import Parallel, attention_layout
 from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
+from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
 
 #: ``system`` column -> accelerator id.
@@ -108,13 +112,12 @@ def kv_cache_format(backend: str, weights: str, policy: KVPolicy = DEFAULT_KV_PO
 
 
 def hardware_id(system: str) -> str | None:
-    """Accelerator id of a ``system`` cell: the CSV names (:data:`SYSTEMS`) or any shipped id."""
+    """Accelerator id of a ``system`` cell: the CSV names (:data:`SYSTEMS`), else whatever part
+    :func:`~perfmodel.validation.hardware_names.parse_hardware` reads (shipped ids and aliases,
+    ``"8xB200"``, ``"H200-SXM-141GB (x8)"``...); None when it reads none."""
     if system in SYSTEMS:
         return SYSTEMS[system]
-    try:
-        return load_accelerator(system).id if system else None
-    except PerfmodelError:
-        return None
+    return parse_hardware(system).accelerator if system else None
 
 
 def silicon_concurrency(source: str) -> float:
@@ -164,9 +167,11 @@ def _formats(row: dict, hardware: str, policy: KVPolicy) -> tuple[str, str, str]
 
 
 def _layout(model, tp, pp, dp, ep, moe_tp) -> dict[str, int]:
-    """Validated layout; MoE degrees ignored for dense models, moe_tp derived when inconsistent."""
+    """Validated layout; MoE degrees ignored for dense models, moe_tp derived when inconsistent; a
+    tp that does not divide a MoE model's heads runs attention DP (:func:`attention_layout`)."""
     if model.moe is None:
         ep, moe_tp = 1, 0
+    tp, dp = attention_layout(model, tp, dp)
     par = Parallel.build(model, tp=tp, pp=pp, ep=ep, dp_attention=dp, moe_tp=moe_tp or None)
     return {"tp": par.tp, "pp": par.pp, "dp": par.dp_attention, "ep": par.ep, "moe_tp": par.moe_tp}
 
@@ -223,7 +228,9 @@ def _map_one(row: dict, policy: KVPolicy) -> dict:
         out.update(_layout(model, *pool[1:]))
     except PerfmodelError as exc:
         raise Skip(f"invalid {pool[0]}: {exc}") from None
-    out["concurrency"] = batch * out["dp"]
+    # batch_size is per recorded attention-DP rank; attention DP inferred for uneven heads does not
+    # change how many requests the run sent
+    out["concurrency"] = batch * pool[3]
     return out
 
 
