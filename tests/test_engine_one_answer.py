@@ -61,3 +61,18 @@ def test_the_fitted_terms_are_in_every_answer():
     assert float(fitted.ttft_s) > float(preset.ttft_s) + terms.request_overhead * 0.99
     assert "fitted terms" in fitted.config["engine"] and "uncalibrated" in preset.config["engine"]
     assert bare.config["engine"].startswith("none")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_client_one_answer_disaggregated(engine):
+    """P/D: estimate (closed form) and the simulator share the engine step, the request terms and the
+    one KV-transfer time (perfmodel.deployment.disagg.request_kv_transfer_time)."""
+    from perfmodel.serving import Disaggregated
+
+    est = pm.estimate("llama-3.1-70b", "h200-sxm", engine=engine, concurrency=[1], isl=2048, osl=128, tp=4,
+                      precision="fp8", prefill=pm.PrefillPool(tp=4, workers=1, decode_workers=1)).iloc[0]
+    sm = StepModel("llama-3.1-70b", "h200-sxm", tp=4, weights=est["weights"], kv_cache=est["kv_cache"])
+    sim = simulate(Disaggregated(prefill=sm, decode=sm), Workload.fixed(2048, 128, concurrency=1),
+                   engine=engine, requests=6, step_table="exact").summary()
+    assert est["ttft_s"] == pytest.approx(sim["ttft_mean_s"], rel=0.02)
+    assert est["tpot_s"] == pytest.approx(sim["tpot_mean_s"], rel=0.02)

@@ -72,7 +72,8 @@ def test_disaggregated_pools_add_the_kv_transfer_to_ttft():
     assert a.summary()["completed"] == 200 and set(a.meta["pools"]) == {"decode", "prefill"}
     # decode pool runs decode-only steps: prefill no longer interferes with TPOT
     agg = simulate(H100_8B, Workload.fixed(2048, 64, rate=4.0), replicas=2, requests=400, seed=4)
-    dis = simulate(Disaggregated(prefill=H100_8B, decode=H100_8B), Workload.fixed(2048, 64, rate=4.0),
+    dis = simulate(Disaggregated(prefill=H100_8B, decode=H100_8B, link_bandwidth="50 GB/s", link_alpha="20 us"),
+                   Workload.fixed(2048, 64, rate=4.0),
                    requests=400, seed=4)
     assert dis.summary()["tpot_p99_s"] < agg.summary()["tpot_p99_s"]
 

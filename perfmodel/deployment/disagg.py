@@ -56,6 +56,58 @@ def kv_transfer_time(bytes_per_device, link: ExchangeLink, layers: int, prefill_
     return np.maximum(per_layer, layers * per_layer - (layers - 1) * np.asarray(prefill_time) / layers)
 
 
+def kv_transfer_link(prefill_model, total_devices: int) -> tuple[ExchangeLink, int]:
+    """The link a request's KV cache crosses between a prefill and a decode replica, and its senders.
+
+    The cache leaves the tp × pp devices of the prefill rank that holds it (with attention DP a
+    sequence's KV lives on one rank) in parallel, each over its own port: the scale-up link when both
+    pools fit in one scale-up domain (an NVL72 rack), else the scale-out NIC; α is that link's.
+
+    Parameters
+    ----------
+    prefill_model : StepModel
+        A prefill replica (hardware and layout).
+    total_devices : int
+        Devices of both pools together.
+
+    Returns
+    -------
+    (ExchangeLink, int)
+        Per-device bandwidth [B/s] and α [s]; the number of sending devices.
+
+    Raises
+    ------
+    PerfmodelError
+        The accelerator declares neither port.
+    """
+    from ..errors import PerfmodelError
+    from ..hardware import load_link
+
+    hw = prefill_model.hardware
+    up = hw.scale_up
+    port = up if up is not None and (up.domain is None or total_devices <= up.domain) else hw.scale_out
+    if port is None:
+        port = up
+    if port is None:
+        raise PerfmodelError(f"{hw.id}: no scale-up or scale-out port in its spec to move the KV cache")
+    link = load_link(port.link)
+    bandwidth = port.bandwidth.value if port.bandwidth else link.bandwidth.value
+    senders = prefill_model.parallel.tp * prefill_model.parallel.pp
+    return ExchangeLink(bandwidth, link.alpha.value, port.link), senders
+
+
+def request_kv_transfer_time(prefill_model, total_devices: int, tokens) -> np.ndarray:
+    """Time to move one request's KV cache of ``tokens`` tokens between the pools [s].
+
+    :math:`t_{kv} = \\alpha + S/B` (:func:`kv_transfer_time`, after the prefill) with
+    S = tokens × the prefill replica's KV bytes per token / senders, over the link of
+    :func:`kv_transfer_link`. The one KV-transfer time of ``estimate``, ``validate`` and the simulator.
+    """
+    link, senders = kv_transfer_link(prefill_model, total_devices)
+    size = np.asarray(tokens, dtype=float) * float(prefill_model.kv_bytes_per_token) / senders
+    return kv_transfer_time(size, link, 1, 0.0)
+
+
 @dataclass(frozen=True)
 class PDBalance:
     """Throughput per device of each phase and the prefill:decode device ratio that balances them.

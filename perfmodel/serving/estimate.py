@@ -187,7 +187,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         if prefill is None:
             res = steady_state(decode, conc, isl, osl, engine=served, schedulers=dp_attention)
         else:
-            from ..validation.predict_disagg import kv_transfer_time
+            from ..deployment.disagg import request_kv_transfer_time
 
             for name, v in (("prefill.workers", prefill.workers), ("prefill.decode_workers", prefill.decode_workers)):
                 if not (isinstance(v, (int, np.integer)) and v >= 1):
@@ -196,7 +196,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
             total = prefill.workers * pre.devices + prefill.decode_workers * decode.devices
             res = steady_state_disagg(pre, decode, conc, isl, osl, prefill_replicas=prefill.workers,
                                       decode_replicas=prefill.decode_workers, prefill_engine=served,
-                                      kv_transfer_s=kv_transfer_time(pre, total, isl),
+                                      kv_transfer_s=request_kv_transfer_time(pre, total, isl),
                                       prefill_schedulers=prefill.dp_attention, decode_schedulers=dp_attention)
             gpus = total
         out = pd.DataFrame({"concurrency": conc, "ttft_s": res.ttft_s, "tpot_s": res.tpot_s,

@@ -45,7 +45,9 @@ class Disaggregated:
     Prefill replicas run prompts only (prefill-only steps); a request's KV cache then travels to a
     decode replica in ``alpha + isl · kv_bytes_per_token / bandwidth`` seconds (prefill pool's bytes per
     token; transfers do not contend with each other). The first token reaches the client when the
-    transfer completes.
+    transfer completes. Without an explicit link the time is
+    :func:`perfmodel.deployment.disagg.request_kv_transfer_time` of the prefill step model (its
+    accelerator's scale-up or scale-out port), the one used by ``estimate`` and ``validate``.
 
     Attributes
     ----------
@@ -53,10 +55,11 @@ class Disaggregated:
         Step models (or ``StepModel`` keyword arguments) of one replica of each pool.
     prefill_replicas, decode_replicas : int
         Replicas per pool.
-    link_bandwidth : float | str
-        Bandwidth of one transfer [B/s]; default "50 GB/s" (one 400 Gb/s NIC; an assumption).
-    link_alpha : float | str
-        Fixed latency of one transfer [s]; default "20 us" (an assumption).
+    link_bandwidth : float | str, optional
+        Bandwidth of one transfer [B/s]; default: the prefill accelerator's port × the sending devices
+        (:func:`perfmodel.deployment.disagg.kv_transfer_link`).
+    link_alpha : float | str, optional
+        Fixed latency of one transfer [s]; default: that link's α.
     prefill_engine, decode_engine : EngineProfile | str | None
         Engines of the pools (default: the ``engine`` given to :func:`simulate`).
     """
@@ -65,8 +68,8 @@ class Disaggregated:
     decode: Any
     prefill_replicas: int = 1
     decode_replicas: int = 1
-    link_bandwidth: Any = "50 GB/s"
-    link_alpha: Any = "20 us"
+    link_bandwidth: Any = None
+    link_alpha: Any = None
     prefill_engine: Any = None
     decode_engine: Any = None
 
@@ -399,8 +402,17 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         de = Engine.load(d.decode_engine) if d.decode_engine is not None else eng
         pm, dm = pe.step(resolve_step_model(d.prefill)), de.step(resolve_step_model(d.decode))
         sim.kv_bytes_prefill = float(pm.kv_bytes_per_token)
-        sim.link_bw = to_si(d.link_bandwidth, "bandwidth", "link_bandwidth")
-        sim.link_alpha = to_si(d.link_alpha, "time", "link_alpha")
+        if d.link_bandwidth is None or d.link_alpha is None:
+            if not hasattr(pm, "hardware"):
+                raise ConfigError("Disaggregated: give link_bandwidth and link_alpha for a step model without "
+                                  "hardware (the KV link is derived from the prefill accelerator's ports)")
+            from ..deployment.disagg import kv_transfer_link
+
+            total = int(d.prefill_replicas) * pm.devices + int(d.decode_replicas) * dm.devices
+            link, senders = kv_transfer_link(pm, total)
+        sim.link_bw = (link.bandwidth * senders if d.link_bandwidth is None
+                       else to_si(d.link_bandwidth, "bandwidth", "link_bandwidth"))
+        sim.link_alpha = link.alpha if d.link_alpha is None else to_si(d.link_alpha, "time", "link_alpha")
         if sim.link_bw <= 0:
             raise ConfigError(f"link_bandwidth: must be > 0, got {d.link_bandwidth!r}")
         pools = [(pm, pe, int(d.prefill_replicas), "prefill"), (dm, de, int(d.decode_replicas), "decode")]

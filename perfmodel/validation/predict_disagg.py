@@ -7,9 +7,9 @@ times come from one tabulated step model per pool (:mod:`perfmodel.validation.su
 the same engine parameters as aggregated rows (:mod:`perfmodel.engine.calibration`): decode-only steps
 in the decode pool, prompt steps in the prefill pool.
 
-KV transfer: one request's cache (the prefill replica's bytes per token × I) leaves the tp × pp devices
-of the prefill rank holding it in parallel, each over its own port: the scale-up link when both pools fit in one
-scale-up domain (an NVL72 rack), else the scale-out NIC, plus that link's α.
+KV transfer: :func:`perfmodel.deployment.disagg.request_kv_transfer_time`, the one KV-transfer time
+(one request's cache leaves the tp × pp devices of the prefill rank in parallel, over the scale-up link
+within one scale-up domain, else the scale-out NIC, plus that link's α).
 """
 
 from __future__ import annotations
@@ -19,31 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..deployment.disagg import request_kv_transfer_time
 from ..engine.engine import Engine
 from ..errors import PerfmodelError
-from ..hardware import load_link
 from ..serving import steady_state_disagg
 from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
 #: Skip reason of configurations whose weights leave no memory for the KV cache.
 NO_KV_REASON = "weights do not fit in device memory (no room for KV cache)"
-
-
-def kv_transfer_time(prefill_sm, total_devices: int, isl: np.ndarray) -> np.ndarray:
-    """Time to move one request's KV cache from a prefill to a decode replica [s] (module docstring)."""
-    hw = prefill_sm.hardware
-    up = hw.scale_up
-    port = up if up is not None and (up.domain is None or total_devices <= up.domain) else hw.scale_out
-    if port is None:
-        port = up
-    if port is None:
-        raise PerfmodelError(f"{hw.id}: no scale-up or scale-out port in its spec to move the KV cache")
-    link = load_link(port.link)
-    # with attention DP a sequence's KV lives on one DP rank: its tp × pp devices send it
-    senders = prefill_sm.parallel.tp * prefill_sm.parallel.pp
-    bandwidth = (port.bandwidth.value if port.bandwidth else link.bandwidth.value) * senders
-    return link.alpha.value + np.asarray(isl, dtype=float) * prefill_sm.kv_bytes_per_token / bandwidth
 
 
 @dataclass
@@ -96,7 +80,7 @@ def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
             reason = None if min(dsm.kv_capacity_tokens, psm.kv_capacity_tokens) > 0 else \
                 NO_KV_REASON
             if reason is None:
-                tkv = kv_transfer_time(psm, int(p_workers) * psm.devices + int(d_workers) * dsm.devices, isl)
+                tkv = request_kv_transfer_time(psm, int(p_workers) * psm.devices + int(d_workers) * dsm.devices, isl)
         except PerfmodelError as exc:
             reason = f"step model error: {exc}"
         if reason is not None:
