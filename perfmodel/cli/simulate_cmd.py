@@ -52,6 +52,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     load.add_argument("--concurrency", type=int, help="closed loop: clients with one request each")
     g.add_argument("--burstiness", type=float, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
     g.add_argument("--think-time", help="closed loop: pause between a response and the next request, e.g. 1s")
+    g.add_argument("--ramp-up", help="closed loop: client k starts at k x RAMP/C, e.g. 30s (default 0: all "
+                                     "at once, which runs in synchronised waves; about one request duration "
+                                     "spreads them, see docs/serving.md)")
     g.add_argument("--requests", type=int, help="requests to send (default: workload's, else 1000)")
     g.add_argument("--horizon", help="stop at this simulated time, e.g. 600s (unfinished = in_flight)")
     g.add_argument("--timeout", help="cancel a request without a first token after this long, e.g. 20s")
@@ -161,10 +164,13 @@ def _workload(args, placeholder: str | None = None):
     a = w.arrival
     if args.burstiness is not None and a.process in ("poisson", "gamma"):
         w = w.replace(arrival={**a.model_dump(), "process": "gamma", "cv": args.burstiness})
-    if args.think_time is not None:
+    for flag, field in (("think_time", "think_time"), ("ramp_up", "ramp_up")):
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
         if not w.is_closed_loop:
-            raise ConfigError("--think-time: only for a closed loop (--concurrency)")
-        w = w.replace(arrival={**w.arrival.model_dump(), "think_time": args.think_time})
+            raise ConfigError(f"--{flag.replace('_', '-')}: only for a closed loop (--concurrency)")
+        w = w.replace(arrival={**w.arrival.model_dump(), field: value})
     slo = dict(w.slo.model_dump()) if w.slo is not None else {}
     for flag, field in (("slo_ttft", "ttft"), ("slo_tpot", "tpot"), ("slo_e2e", "e2e"),
                         ("slo_target", "target")):
