@@ -5,7 +5,7 @@ attention heads (on a dataflow machine also a multiple of them that divides head
 pp ≤ layers; a layout is kept when its most loaded
 chip fits at the requested batch and lengths. The fastest is the one with the highest per-user
 speed (1/TPOT); ties go to the higher throughput. GPU layouts (``perfmodel.StepModel``) are searched
-the same way over tp·pp by :func:`search_layouts` with ``engine="gpu"``.
+the same way over tp·pp by :func:`search_layouts` with ``execution="gpu"``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _candidates(model, devices: int, max_tp: int | None, kind: str) -> list[tupl
 
 def search_layouts(model, hardware: str, devices: int, isl: int = 1024, osl: int = 128, batch: int = 1,
                    weights: str = "bf16", activations: str | None = None, kv_cache: str = "bf16",
-                   max_tp: int | None = None, engine: str = "auto", efficiency="calibrated",
+                   max_tp: int | None = None, execution: str = "auto", efficiency="calibrated",
                    stream_efficiency: float | None = None) -> pd.DataFrame:
     """Every layout of ``devices`` chips at one operating point, fastest first.
 
@@ -51,17 +51,17 @@ def search_layouts(model, hardware: str, devices: int, isl: int = 1024, osl: int
     ----------
     model : str
     hardware : str
-        A dataflow architecture (or its accelerator id), or any accelerator for ``engine="gpu"``.
+        A dataflow architecture (or its accelerator id), or any accelerator for ``execution="gpu"``.
     devices : int
         Chips to use (all of them: replicas = devices / (tp·pp)).
     isl, osl, batch : int
         One operating point; ``batch`` sequences per replica.
     max_tp : int, optional
         Upper bound on tp.
-    engine : "auto" | "dataflow" | "gpu"
+    execution : "auto" | "dataflow" | "gpu"
         ``auto``: dataflow when ``hardware`` has a dataflow architecture.
     efficiency :
-        GPU engine only (as in :func:`perfmodel.predict`).
+        GPU step model only (as in :func:`perfmodel.predict`).
     stream_efficiency : float, optional
         Dataflow only: override of the architecture's fitted η.
 
@@ -76,9 +76,9 @@ def search_layouts(model, hardware: str, devices: int, isl: int = 1024, osl: int
     if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
         raise ConfigError(f"devices: must be a positive integer, got {devices!r}")
     spec = load_model(model)
-    kind = ("dataflow" if is_dataflow(hardware) else "gpu") if engine == "auto" else engine
+    kind = ("dataflow" if is_dataflow(hardware) else "gpu") if execution == "auto" else execution
     if kind not in ("dataflow", "gpu"):
-        raise ConfigError(f"engine: expected 'auto', 'dataflow' or 'gpu', got {engine!r}")
+        raise ConfigError(f"execution: expected 'auto', 'dataflow' or 'gpu', got {execution!r}")
     rows = []
     for tp, pp, reps in _candidates(spec, devices, max_tp, kind):
         try:
