@@ -1,7 +1,7 @@
 """GPU/LPU split: TPOT against micro-batches, and whether the split pays (quoted in docs/placement.md).
 
 Run: ``python benchmarks/split_micro_batches.py [micro-batches|offload]``. Prints (asserts nothing);
-``scripts/gen_placement_docs.py`` copies the output into docs/placement.md.
+``scripts/gen_doc_blocks.py`` copies the output into docs/placement.md.
 
 1. ``micro-batches``: TPOT and exposed exchange for 1, 2 and 4 micro-batches, for the shipped Kimi-K2
    Vera Rubin + LPX deployment (as shipped: calibrated GPU profile, LP30 datasheet) and for

@@ -65,6 +65,6 @@ def test_placement_docs_numbers_are_generated():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, str(root / "scripts" / "gen_placement_docs.py"), "--check"],
+    out = subprocess.run([sys.executable, str(root / "scripts" / "gen_doc_blocks.py"), "--check"],
                          capture_output=True, text=True, timeout=300, cwd=root)
     assert out.returncode == 0, out.stdout + out.stderr
