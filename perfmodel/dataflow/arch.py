@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import SpecError, unknown_name
+from ..errors import SpecError, UnknownNameError, unknown_name
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..hardware.registry import read_yaml
 
@@ -199,6 +199,6 @@ def is_dataflow(hardware: str) -> bool:
     """True when ``hardware`` names a shipped dataflow architecture or its accelerator."""
     try:
         load_arch(hardware)
-    except Exception:  # noqa: BLE001 - any failure means "not a dataflow machine"
+    except UnknownNameError:
         return False
     return True
