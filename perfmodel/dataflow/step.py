@@ -14,19 +14,22 @@ KV tier), η the architecture's fitted ``stream_efficiency``, :math:`\\eta_c` it
 efficiency, and s the share: 1 when a chip runs its layers one after the other (``temporal``),
 l when every layer owns 1/l of the chip (``spatial``, a wafer). :math:`t_{sync}` is the layer's
 tensor-parallel collectives (two all-reduces of m·h activations for a dense layer) on the chip
-network's topology, :math:`t_{head}` the LM head on the last stage. There is **no** per-kernel
+network's topology, :math:`t_{head}` the LM head on the last stage; :math:`t_{layer}` below is
+the stage's layer work per layer, :math:`(t_{stage} - t_{head})/l`. There is **no** per-kernel
 launch, minimum kernel time or per-step framework overhead: the schedule is compiled.
 
 A token of one sequence crosses every stage and every hand-off (pp − 1 forward and one back to the
 first stage for the next token, each :math:`h\\,\\alpha_h + m h b_a / B_{link}` with h the hops
 between the chips of two adjacent stages):
 
-.. math:: TPOT(b) = pp\\,t_{stage}(m) + [pp > 1]\\,pp\\,t_{hop}(m), \\qquad
+.. math:: TPOT(b) = \\Lambda(b)\\,t_{layer}(m) + t_{head}(m) + [pp > 1]\\,pp\\,t_{hop}(m), \\qquad
           m = \\lceil b / D \\rceil
 
-with D the micro-batches in flight (one per stage, or one per layer for ``spatial``). A batch below
-D leaves stages idle and does not make a token faster; a larger one fills the pipeline and each
-stage then works on m sequences at once. Per-user speed is 1/TPOT; replica throughput b/TPOT.
+with D the micro-batches in flight (one per stage, or one per layer for ``spatial``) and
+:math:`\\Lambda` the layer-times a token waits for: L while b < D (stages idle; a batch below D does
+not make a token faster), pp·l once the pipeline is full (every stage then advances at the pace of
+the most loaded one, working on m sequences at once). Per-user speed is 1/TPOT; replica throughput
+b/TPOT.
 
 TTFT is one prompt of ``isl`` tokens through every stage, no chunk pipelining (an upper bound).
 """
@@ -193,6 +196,15 @@ class DataflowModel:
         """Sequences per micro-batch: :math:`\\lceil b / D \\rceil` (at least 1)."""
         return np.maximum(np.ceil(np.asarray(batch, dtype=float) / self.depth), 1.0)
 
+    def layers_crossed(self, batch) -> np.ndarray:
+        """Layer-times a token waits for: L while the pipeline is not full (b < D), else pp·l.
+
+        With fewer sequences than micro-batch slots a token crosses each layer once; with a full
+        pipeline every stage advances at the pace of the most loaded one (l layers).
+        """
+        full = np.asarray(batch, dtype=float) >= self.depth
+        return np.where(full, float(self.parallel.pp * self.layers), float(self.model.num_layers))
+
     def decode(self, batch, context, weight_bandwidth: float | None = None) -> dict[str, np.ndarray]:
         """TPOT and its terms for ``batch`` sequences at ``context`` tokens [s] (module docstring)."""
         bw = weight_bandwidth or self.chip.memory[self.arch.weights_tier].bandwidth.value
@@ -200,10 +212,10 @@ class DataflowModel:
         parts = self.stage_parts(StepShape.make(n_decode=m, context=context), bw)
         pp = self.parallel.pp
         hops = pp * self.hand_off_time(m) if pp > 1 else np.zeros_like(m)
-        # stages: pp of them; each non-last stage lacks the head, so pp·(ops+sync) + one head
-        total = pp * (parts.total_ops + parts.sync) + parts.head + hops
-        return {"tpot_s": total, "stream_s": pp * parts.stream, "compute_s": pp * parts.compute,
-                "ops_s": pp * parts.total_ops, "sync_s": pp * parts.sync, "head_s": parts.head,
+        per = self.layers_crossed(batch) / self.layers  # stage-times of layer work per token
+        total = per * (parts.total_ops + parts.sync) + parts.head + hops
+        return {"tpot_s": total, "stream_s": per * parts.stream, "compute_s": per * parts.compute,
+                "ops_s": per * parts.total_ops, "sync_s": per * parts.sync, "head_s": parts.head,
                 "hand_off_s": hops, "micro_batch": m}
 
     def prefill(self, isl, weight_bandwidth: float | None = None) -> np.ndarray:
@@ -213,7 +225,8 @@ class DataflowModel:
         parts = self.stage_parts(StepShape.make(n_prefill=1.0, chunk=i), bw)
         pp = self.parallel.pp
         hops = (pp - 1) * self.hand_off_time(i) if pp > 1 else 0.0
-        return pp * (parts.total_ops + parts.sync) + parts.head + hops
+        per = self.model.num_layers / self.layers  # one prompt crosses every layer once
+        return per * (parts.total_ops + parts.sync) + parts.head + hops
 
     def __repr__(self) -> str:
         return (f"DataflowModel({self.model.id} on {self.arch.id}, tp{self.parallel.tp}-pp{self.parallel.pp}, "
