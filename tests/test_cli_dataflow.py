@@ -39,3 +39,8 @@ def test_gpu_engine_is_still_available_for_sram_chips(capsys):
     rc = main(["predict", "--model", "llama-3.1-8b", "--hardware", "groq-lp30", "--tp", "32", "--weights", "fp8",
                "--execution", "gpu", "--format", "json"])
     assert rc == 0 and "basis" in json.loads(capsys.readouterr().out)[0]
+
+
+def test_serving_engine_is_refused_on_the_dataflow_model(capsys):
+    rc = main(["predict", "--model", "llama-3.1-8b", "--hardware", "cerebras-wse3", "--engine", "vllm"])
+    assert rc != 0 and "--execution gpu" in capsys.readouterr().err

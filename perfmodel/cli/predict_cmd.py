@@ -100,6 +100,9 @@ def run(args) -> int:
         if args.devices is not None:
             _pick_layout(args, "dataflow" if dataflow else "gpu")
         if dataflow:
+            if args.engine or args.spec_decode not in (None, "off"):
+                raise ConfigError(f"--engine / --spec-decode: serving engines are fitted on GPUs; "
+                                  f"{args.hardware} runs the dataflow model (add --execution gpu to combine them)")
             return _run_dataflow(args, batch, isl, osl)
         from ..core.predict import predict
 
