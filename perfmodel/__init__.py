@@ -16,6 +16,7 @@ from .core.efficiency import DATASHEET, Efficiency, load_profile, profile_for
 from .core.predict import Prediction, predict
 from .core.roofline import crossover_tokens, e2e_latency, message_time, offload_pays, roofline_time
 from .core.step import StepModel
+from .dataflow import DataflowModel, best_layout, predict_dataflow, search_layouts
 from .deployment import (
     Deployment,
     DeploymentPrediction,
@@ -66,6 +67,8 @@ __all__ = [
     "load_accelerator", "load_hardware", "load_link", "load_model", "load_profile", "message_time",
     "offload_pays", "p2p_time", "predict", "profile_for", "reduce_scatter_time", "roofline_time",
     "round_trips_time", "to_si", "ureg",
+    # statically scheduled SRAM / dataflow machines
+    "DataflowModel", "best_layout", "predict_dataflow", "search_layouts",
     # serving
     "SLO", "Engine", "EngineProfile", "PrefillPool", "Workload", "estimate", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
     # planning

@@ -1765,6 +1765,98 @@ NB07 = [
     """),
 ]
 
+# =============================================================================================
+NB08 = [
+    md("""
+    # 08 · SRAM LPUs, wafer-scale and dataflow chips
+
+    Groq LPU / LP30, Cerebras WSE-3 and SambaNova SN40L run a model as a **statically scheduled
+    pipeline**: layers over `pp` stages of `tp` chips, deterministic hops on the chip network, weights
+    streamed from the tier they live in, and no kernel launches. `perfmodel.dataflow` models them that
+    way (equations in `docs/sram.md`). This notebook shows the layout search, per-chip memory by tier,
+    the public per-user speeds next to the predictions, and per-user speed against chip count.
+    """),
+    code("""
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    import perfmodel as pm
+    from perfmodel.dataflow import load_arch
+    from perfmodel.dataflow.public import compare_public
+    """, PANDAS_OPTIONS),
+    md("""
+    ## Each architecture: where weights and KV live, and its one fitted parameter
+    `stream_efficiency` (η) is the only parameter fitted per architecture; the rest are datasheet
+    figures or stated assumptions.
+    """),
+    code("""
+    rows = []
+    for ident in pm.dataflow.list_archs():
+        a = load_arch(ident)
+        rows.append({"architecture": ident, "execution": a.execution, "weights": a.weights_tier,
+                     "kv": a.kv_tier, "spill": a.spill_tier, "eta": a.stream_efficiency.value,
+                     "basis": a.stream_efficiency.basis, "fitted on": a.stream_efficiency.fitted_on[:70]})
+    pd.DataFrame(rows)
+    """),
+    md("""
+    ## The fastest layout of 576 Groq chips for Llama-2-70B
+    Every tp × pp × replicas = 576 is tried; layouts whose most loaded chip overflows its 230 MB of
+    SRAM are rejected (the reason says by how much).
+    """),
+    code("""
+    layouts = pm.search_layouts("llama-2-70b", "groq-lpu", 576, isl=1024, osl=256, weights="int8",
+                                kv_cache="fp16")
+    layouts.head(8)
+    """),
+    code("""
+    best = layouts.iloc[0]
+    p = pm.predict_dataflow("llama-2-70b", "groq-lpu", tp=int(best.tp), pp=int(best.pp), isl=1024, osl=256,
+                            batch=[1, 8, 32], weights="int8", kv_cache="fp16")
+    p.to_dataframe()[["batch", "tpot_s", "per_user_tokens_per_s", "stream_s", "sync_s", "hand_off_s",
+                      "fits", "sram_used_bytes_per_chip"]]
+    """),
+    md("""
+    ## Memory per tier, and an explicit spill
+    Llama-3.1-405B in bf16 on 8 SN40L sockets overflows their 64 GB of HBM: the overflow goes to DDR
+    (declared as the spill tier) and is read from there every token, at the blended bandwidth.
+    """),
+    code("""
+    for sockets in (8, 16):
+        sn = pm.predict_dataflow("llama-3.1-405b", "sambanova-sn40l", tp=sockets)
+        m = sn.memory
+        print(f"{sockets} sockets: weights {m.weights / 1e9:.1f} GB per socket, spilled {m.spill_bytes / 1e9:.1f} GB, "
+              f"weight reads at {m.weight_bandwidth / 1e12:.2f} TB/s, "
+              f"{1 / float(sn.tpot_s):.0f} tok/s per user")
+    """),
+    md("""
+    ## Public per-user speeds next to perfmodel
+    `role` says whether a figure was used to fit η (`fit`), predicted with it (`predict`), comes from a
+    later software release, or is not explained by the model (`unexplained`); sources in the table.
+    """),
+    code("""
+    table = compare_public()
+    table[["vendor", "model", "weights", "devices", "tokens_per_s_per_user", "predicted_tokens_per_s_per_user",
+           "ratio", "layout", "role", "source"]]
+    """),
+    md("""
+    ## Per-user speed against chip count
+    More chips never lower the per-user speed through capacity (the search can always use fewer as
+    replicas); hops and per-layer synchronisation limit the gain.
+    """),
+    code("""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for model, hw, w, counts in (("llama-2-70b", "groq-lpu", "int8", [576, 1152, 2304, 4608]),
+                                 ("llama-3.1-70b", "cerebras-wse3", "bf16", [4, 8, 16, 32])):
+        speeds = [pm.best_layout(model, hw, n, isl=1024, osl=256, weights=w)["per_user_tokens_per_s"]
+                  for n in counts]
+        ax.plot(counts, speeds, marker="o", label=f"{model} on {hw}")
+    ax.set_xscale("log"); ax.set_xlabel("chips"); ax.set_ylabel("tok/s per user (batch 1)"); ax.legend()
+    ax.grid(alpha=0.3)
+    """),
+]
+
 
 NOTEBOOKS: dict[str, list[Cell]] = {
     "01-quickstart": NB01,
@@ -1774,6 +1866,7 @@ NOTEBOOKS: dict[str, list[Cell]] = {
     "05-capacity-planning": NB05,
     "06-vendor-claims": NB06,
     "07-validation": NB07,
+    "08-sram-dataflow": NB08,
 }
 
 

@@ -124,7 +124,7 @@ def test_the_expected_ids_ship():
     expected = {
         "a100-sxm", "h100-sxm", "h100-pcie", "h200-sxm", "h20", "b200", "b300", "gb200", "gb300", "rubin",
         "mi300x", "mi325x", "mi355x", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-ironwood", "gaudi3",
-        "groq-lpu", "groq-lp30", "cerebras-wse3",
+        "groq-lpu", "groq-lp30", "cerebras-wse3", "sambanova-sn40l", "cerebras-cs3-io", "sambanova-sn40l-16",
         "l40s", "l4", "rtx-pro-6000", "h800", "gh200", "gh200-hbm3e", "mi250x", "gaudi2", "trainium2",
         "inferentia2", "gaudi2-roce", "neuronlink-v3", "trn2-48xlarge", "dgx-gh200",
         "nvlink3", "nvlink4", "nvlink5", "nvlink6", "pcie4", "pcie5", "pcie6", "ib-hdr", "ib-ndr", "ib-xdr",
@@ -160,6 +160,8 @@ RANGES: list[tuple[str, str, float, float]] = [
     ("accelerator", r"memory\.gddr\.bandwidth", 2e11, 3e12),  # the L4's GDDR6 is 300 GB/s
     ("accelerator", r"memory\.sram\.capacity", 1e7, 1e11),
     ("accelerator", r"memory\.sram\.bandwidth", 1e12, 1e17),
+    ("accelerator", r"memory\.ddr\.capacity", 1e10, 1e13),
+    ("accelerator", r"memory\.ddr\.bandwidth", 1e10, 2e12),
     ("accelerator", r"compute\..*", 1e12, 2e17),
     ("accelerator", r"power", 50, 3e4),  # the L4 is a 72 W card
     ("accelerator", r"(scale_up|scale_out|host_link)\.bandwidth", 1e10, 5e12),
@@ -286,6 +288,7 @@ CHIP = {
     "h800": "NVIDIA H800 SXM5", "gh200": "NVIDIA GH200 (96GB HBM3)", "gh200-hbm3e": "NVIDIA GH200 (HBM3e, announced)",
     "mi250x": "AMD Instinct MI250X", "gaudi2": "Intel Gaudi 2", "trainium2": "AWS Trainium2",
     "inferentia2": "AWS Inferentia2",
+    "sambanova-sn40l": "SambaNova SN40L RDU (per socket)",
 }
 VERA_RUBIN_RACK = "NVIDIA Vera Rubin NVL72 / 'NVL144' (rack, preliminary)"
 
@@ -427,6 +430,13 @@ CITED: dict[str, dict[str, Cite | str]] = {
                "host_link.bandwidth": Cite("pcie_bidirectional", _BIDIR)},
     "trainium2": {**_GPU, "scale_up.bandwidth": Cite("neuronlink_per_chip", _BIDIR)},
     "inferentia2": {**_GPU},
+    "sambanova-sn40l": {
+        "memory.hbm.capacity": "hbm_capacity", "memory.ddr.capacity": "ddr_capacity", "compute.bf16": "bf16",
+        # the node_16_socket cell: '... slide shows 25.6 TB/s and 1600 GB/s (likely HBM and DDR
+        # aggregates)' for 16 sockets: divided by 16
+        "memory.hbm.bandwidth": Cite("node_16_socket", explicit="1.6 TB/s"),
+        "memory.ddr.bandwidth": Cite("node_16_socket", explicit="100 GB/s"),
+    },
 }
 
 
@@ -558,6 +568,7 @@ LINK_BW: dict[str, LinkCite] = {
     # catalogue_links.csv
     "gaudi2-roce": LinkCite("Gaudi 2 RoCE", "24x 100GbE integrated"),
     "neuronlink-v3": LinkCite("NeuronLink-v3", "Trainium2"),
+    "cerebras-cs3-io": LinkCite("Cerebras CS-3 I/O", "CS-3 (WSE-3)"),  # 1.2 Tb/s = 12 x 100 GbE
 }
 
 _P2P = ("P2P latency (measured)", "4-GPU NVLink system, p2pBandwidthLatencyTest (GPU model unstated)")
@@ -572,6 +583,7 @@ LINK_ALPHA: dict[str, tuple[tuple[str, str], float, float]] = {
                                      "gaudi3-roce")},  # 'inter_rack (IB) 5'
     "gaudi2-roce": (("Gaudi 2 RoCE", "24x 100GbE integrated"), 5.0, 5.0),  # the aiconfigurator constant
     "neuronlink-v3": (("NeuronLink-v3", "Trainium2"), 1.8, 2.3),  # the NVLink P2P measurement, assumed
+    "cerebras-cs3-io": (("Cerebras CS-3 I/O", "CS-3 (WSE-3)"), 5.0, 5.0),  # the aiconfigurator constant
     **{k: (_ICI, 1.0, 1.0) for k in ("tpu-ici-v5e", "tpu-ici-v5p", "tpu-ici-v6e", "tpu-ici-v7",
                                      "groq-c2c")},  # '~1 per hop'
 }

@@ -30,7 +30,7 @@ CELL_TIMEOUT_S = 300
 
 EXPECTED = [
     "01-quickstart", "02-reference-article", "03-placement-split-disaggregation", "04-serving-under-load",
-    "05-capacity-planning", "06-vendor-claims", "07-validation",
+    "05-capacity-planning", "06-vendor-claims", "07-validation", "08-sram-dataflow",
 ]
 NOTEBOOKS = [NB_DIR / f"{name}.ipynb" for name in EXPECTED]
 

@@ -46,6 +46,13 @@ def register(sub) -> None:
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset; default none: "
                         "the bare kernel model")
     add_spec_decode_arg(p)
+    p.add_argument("--devices", type=int, default=None,
+                   help="chips to use: pick the fastest layout (tp, pp, replicas) that fits and print it "
+                        "(overrides --tp/--pp)")
+    p.add_argument("--execution", choices=("auto", "dataflow", "gpu"), default="auto",
+                   help="'auto' (default): the statically scheduled dataflow model for SRAM/dataflow "
+                        "machines (groq-lpu, groq-lp30, cerebras-wse3, sambanova-sn40l), the GPU step "
+                        "model otherwise")
     add_format_arg(p)
     p.set_defaults(func=run)
 
@@ -87,6 +94,16 @@ def run(args) -> int:
     else:
         if not args.model or not args.hardware:
             raise ConfigError("--model and --hardware are required (or --deployment FILE)")
+        from ..dataflow import is_dataflow
+
+        dataflow = args.execution == "dataflow" or (args.execution == "auto" and is_dataflow(args.hardware))
+        if args.devices is not None:
+            _pick_layout(args, "dataflow" if dataflow else "gpu")
+        if dataflow:
+            if args.engine or args.spec_decode not in (None, "off"):
+                raise ConfigError(f"--engine / --spec-decode: serving engines are fitted on GPUs; "
+                                  f"{args.hardware} runs the dataflow model (add --execution gpu to combine them)")
+            return _run_dataflow(args, batch, isl, osl)
         from ..core.predict import predict
 
         pred = predict(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep,
@@ -106,4 +123,49 @@ def run(args) -> int:
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
         print(format_table(records, cols))
+    return 0
+
+
+def _pick_layout(args, execution: str) -> None:
+    """Set args.tp / args.pp (and args.replicas) to the fastest layout of ``--devices`` that fits."""
+    from ..dataflow import best_layout
+
+    best = best_layout(args.model, args.hardware, args.devices, isl=int(args.isl[0]), osl=int(args.osl[0]),
+                       batch=int(args.batch[0]), weights=args.weights, activations=args.activations,
+                       kv_cache=args.kv_cache, execution=execution, efficiency=args.efficiency)
+    args.tp, args.pp, args.replicas = int(best["tp"]), int(best["pp"]), int(best["replicas"])
+    if args.format != "json":
+        print(f"layout for {args.devices} x {args.hardware}: tp{args.tp} x pp{args.pp} x {args.replicas} "
+              f"replica(s), the fastest per user that fits at batch {args.batch[0]}, ISL {args.isl[0]}, "
+              f"OSL {args.osl[0]} ({best['per_user_tokens_per_s']:.4g} tok/s per user)")
+
+
+def _run_dataflow(args, batch, isl, osl) -> int:
+    """``predict`` on a statically scheduled machine (perfmodel.dataflow)."""
+    from ..dataflow import predict_dataflow
+
+    reps = getattr(args, "replicas", 1)
+    pred = predict_dataflow(args.model, args.hardware, tp=args.tp, pp=args.pp, isl=isl, osl=osl, batch=batch,
+                            weights=args.weights, activations=args.activations, kv_cache=args.kv_cache,
+                            replicas=reps)
+    df = pred.to_dataframe()
+    df["model"] = args.model
+    records = df.to_dict(orient="records")
+    for r in records:
+        r.update({k: pred.config[k] for k in ("stream_efficiency", "fitted_on", "execution", "basis")})
+    if args.format == "json":
+        print_json(records)
+        return 0
+    cfg = pred.config
+    print(f"{args.model} on {cfg['devices']}x {cfg['hardware']} (tp{args.tp} x pp{args.pp} x {reps} replica(s), "
+          f"{cfg['precision']}, dataflow model: {cfg['execution']} execution, no kernel-launch terms; "
+          f"stream_efficiency {cfg['stream_efficiency']:.4g} fitted on {cfg['fitted_on']}); "
+          f"TTFT excludes queueing")
+    tiers = [c for c in df.columns if c.endswith("_used_bytes_per_chip")]
+    cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s",
+            "sync_s", "hand_off_s", "fits", *tiers]
+    print(format_table(records, cols))
+    bad = [r["fit_reason"] for r in records if not r["fits"]]
+    if bad:
+        print_notes(f"does not fit: {bad[0]}")
     return 0

@@ -191,13 +191,17 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
     accelerator_id : str
         Shipped accelerator id.
     efficiency : "calibrated" | "datasheet" | str | Efficiency
-        ``"calibrated"`` (default) uses the accelerator's fitted profile, or its family's with
-        ``fallback=True``; ``"datasheet"`` is the pure roofline (η = 1, no overheads); another string
+        ``"calibrated"`` (default) uses the accelerator's fitted profile, the execution profile of a
+        statically scheduled chip (:meth:`perfmodel.dataflow.DataflowArch.as_efficiency`: Groq, Cerebras,
+        SambaNova), or its family's with ``fallback=True``; ``"datasheet"`` is the pure roofline (η = 1, no overheads); another string
         names a profile; an :class:`Efficiency` is used as given.
     """
     if isinstance(efficiency, Efficiency):
         return efficiency
     if efficiency in (None, "calibrated"):
+        dataflow = _dataflow_profile(accelerator_id)
+        if dataflow is not None:
+            return dataflow
         names = _profile_names()
         own = PROFILE_OF.get(accelerator_id)
         if own in names:
@@ -210,6 +214,17 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
                        name=f"{borrowed} (fallback for {accelerator_id}{': ' + why if why else ''})")
     check_profile(efficiency)
     return load_profile(str(efficiency))
+
+
+def _dataflow_profile(accelerator_id: str) -> Efficiency | None:
+    """The execution profile of a statically scheduled chip (:mod:`perfmodel.dataflow`), if it is one."""
+    from ..dataflow.arch import _files, load_arch
+
+    for ident in _files():
+        arch = load_arch(ident)
+        if arch.accelerator == accelerator_id:
+            return arch.as_efficiency()
+    return None
 
 
 def check_profile(efficiency: str | Efficiency | None) -> None:

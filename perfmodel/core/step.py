@@ -18,7 +18,7 @@ from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
 from ..precision import Precision, dtype, serving_activations
-from . import comm
+from . import comm, topology
 from .costs import (
     OpTime,
     attention_decode_time,
@@ -240,18 +240,21 @@ class StepModel:
         domains on the scale-out port (see :meth:`_message_time`).
         """
         self.domain, self.out_bandwidth, self.out_alpha = None, np.inf, 0.0
+        self.network = None  # hop-count model of a link that declares a topology (core.topology)
         self.assumptions: list[str] = []
         if self.parallel.group == 1 and self.parallel.pp == 1:
             return np.inf, 0.0, None
         if override is not None:
             link = load_link(override) if not isinstance(override, Link) else override
+            self.network = link.network()
             return link.bandwidth.value, link.alpha.value, link.id
         port = self.hardware.scale_up
         if port is None:
             raise ConfigError(f"{self.hardware.id} has no scale-up port in its spec; "
                               f"tp*dp_attention*pp > 1 needs one (or pass scale_up=LINK)")
         link = load_link(port.link)
-        if port.domain is not None and self.parallel.group > port.domain:
+        self.network = link.network()
+        if port.domain is not None and self.parallel.group > port.domain and self.network is None:
             out = self.hardware.scale_out
             if out is None:  # e.g. LP30: racks joined by the same C2C fabric, no separate NIC published
                 self.assumptions.append(
@@ -342,6 +345,8 @@ class StepModel:
         n = msg.ranks
         if eff.collective_alpha > 0:  # measured whole-collective latency + volume / bandwidth
             return np.where(n > 1, eff.collective_alpha + self._VOLUME[msg.kind](n) * msg.size / bw, 0.0)
+        if self.network is not None:  # the link declares a topology: hop counts (core.topology)
+            return topology.collective_time(msg.kind, msg.size, int(n), bw, self.network)
         fn = {"all_reduce": comm.all_reduce_time, "all_gather": comm.all_gather_time,
               "reduce_scatter": comm.reduce_scatter_time, "all_to_all": comm.all_to_all_time}
         if msg.kind == "p2p":

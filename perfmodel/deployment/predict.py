@@ -28,7 +28,7 @@ from .lpu_memory import ffn_pool_memory, ffn_weight_bytes_per_device
 from .plan import DeploymentPlan
 from .power import total_power
 from .result import DeploymentPrediction, PoolResult
-from .split import split_step
+from .split import micro_batch_count, split_step
 
 
 def _plan(deployment) -> DeploymentPlan:
@@ -102,10 +102,11 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
         comm = _simpson(np.broadcast_to(step.exchange_exposed, ctx.shape))
         coll = _simpson(np.broadcast_to(step.collectives, ctx.shape))
         decode_bound = np.broadcast_to(step.bound(), ctx.shape)[1]
-        mid = StepShape.make(n_decode=b / n_micro, context=ctx[1])
-        attn_busy = (n_micro * asm.breakdown_part(mid, "attention").compute_total
+        n_formed = micro_batch_count(n_micro, b)  # at most one micro-batch per sequence
+        mid = StepShape.make(n_decode=b / n_formed, context=ctx[1])
+        attn_busy = (n_formed * asm.breakdown_part(mid, "attention").compute_total
                      + asm.breakdown_part(StepShape.make(n_decode=b, context=ctx[1]), "head").compute_total)
-        ffn_busy = n_micro * fsm.breakdown_part(mid, "ffn").compute_total
+        ffn_busy = n_formed * fsm.breakdown_part(mid, "ffn").compute_total
         # memory: attention pool (+ full weights if it also prefills), FFN pool
         apool, fpool = plan.attention_pool, plan.ffn_pool
         apar = asm.parallel

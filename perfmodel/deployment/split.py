@@ -15,17 +15,27 @@ and a token's step makes L dependent round trips (L layers), 2L messages. With n
 80 layers at α = 5 µs per message (10 µs per round trip) add 0.8 ms per token; at 25 µs, 4 ms.
 A rack's aggregate scale-up bandwidth plays no part: only the named link does.
 
-**Overlap (ping-pong).** The step is cut into n micro-batches of T/n tokens. With per-layer averages
-a (attention), f (FFN), o = S_mb/(B min(N_a,N_f)) (link occupancy of one direction: α is latency,
-not occupancy) and the round trip of one micro-batch :math:`r = a + f + 2(\\alpha + o)`,
+**Overlap (ping-pong).** The step is cut into n micro-batches of T/n tokens, n at most the number
+of sequences T (a micro-batch holds at least one sequence, so a batch of 1 runs as one). With
+per-layer averages a (attention), f (FFN), o = S_mb/(B min(N_a,N_f)) (link occupancy of one
+direction: α is latency, not occupancy) and the round trip of one micro-batch
+:math:`r = a + f + 2(\\alpha + o)`, the busiest resource works
 
-.. math::
-    t_{layers} = \\max\\big(n L \\max(a, f, o) + r - \\max(a, f, o),\\;
-                         L r + (n - 1) \\max(a, f, o)\\big)
+.. math:: w = \\max(a - \\lambda_a,\\; f - \\lambda_f,\\; o)
+
+per micro-batch and layer, where :math:`\\lambda_a, \\lambda_f` are the latency (α) parts of the
+pools' own collectives (the attention TP all-reduce, the FFN all-to-all...): while one micro-batch
+waits on a collective's latency the pool computes another, as it does while the exchange is in
+flight. Then
+
+.. math:: t_{layers} = \\max\\big(n L w + r - w,\\; L r + (n - 1) w\\big)
 
 the larger of the busiest resource's work plus one micro-batch's fill/drain, and the dependency
 chain of one micro-batch plus the stagger of the others. For n = 1 it is the plain sum
-:math:`L r = A + F + 2L(\\alpha + S/(B\\min(N_a,N_f)))`. The embedding, LM head and framework step
+:math:`L r = A + F + 2L(\\alpha + S/(B\\min(N_a,N_f)))`. Two micro-batches beat one when
+:math:`2w < a + f + 2\\alpha`, roughly: when each pool's work shrinks with its batch (KV reads,
+compute) and the exchange latency is not small against it; fixed costs per micro-batch (weight
+reads at small batch, kernel overheads) are paid n times. The embedding, LM head and framework step
 overhead run once on the attention pool, after the layers.
 """
 
@@ -35,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.ops import StepShape
+from ..core.ops import Message, StepShape, layer_messages
 from ..core.roofline import message_time
 from ..core.step import StepBreakdown, StepModel
 
@@ -65,7 +75,8 @@ def exchange_message(tokens, hidden: int, act_bytes: float, attention_devices: i
     return message_time(size, link.bandwidth, link.alpha), occupancy
 
 
-def pipelined_layers_time(a, f, latency, occupancy, layers: int, micro_batches: int) -> np.ndarray:
+def pipelined_layers_time(a, f, latency, occupancy, layers: int, micro_batches, a_latency=0.0,
+                          f_latency=0.0) -> np.ndarray:
     """Critical path of the layers of a split step with ``micro_batches`` in flight [s].
 
     Parameters
@@ -76,8 +87,10 @@ def pipelined_layers_time(a, f, latency, occupancy, layers: int, micro_batches: 
         One message's latency and link occupancy for one micro-batch [s].
     layers : int
         L.
-    micro_batches : int
-        n ≥ 1.
+    micro_batches : int or array_like
+        n ≥ 1 (per operating point).
+    a_latency, f_latency : array_like
+        Latency (α) parts λ of a and f: the pools' collectives at zero size [s]; not busy time.
 
     Returns
     -------
@@ -85,13 +98,35 @@ def pipelined_layers_time(a, f, latency, occupancy, layers: int, micro_batches: 
         See the module docstring; equals ``layers * (a + f + 2*latency)`` for n = 1.
     """
     round_trip = np.add(np.add(a, f), 2.0 * np.asarray(latency))
-    if micro_batches == 1:
+    n = np.asarray(micro_batches, dtype=float)
+    if np.all(n == 1.0):
         return layers * round_trip
-    busiest = np.maximum(np.maximum(a, f), occupancy)
-    n = float(micro_batches)
+    busiest = np.maximum(np.maximum(np.subtract(a, a_latency), np.subtract(f, f_latency)), occupancy)
     resource = n * layers * busiest + round_trip - busiest
     chain = layers * round_trip + (n - 1.0) * busiest
-    return np.maximum(resource, chain)
+    return np.where(n == 1.0, layers * round_trip, np.maximum(resource, chain))
+
+
+def micro_batch_count(micro_batches: int, sequences) -> np.ndarray:
+    """Micro-batches actually formed: :math:`\\min(n, \\lfloor T \\rfloor)`, at least 1 [per point]."""
+    t = np.asarray(sequences, dtype=float)
+    return np.clip(np.minimum(float(micro_batches), np.floor(t)), 1.0, None)
+
+
+def collective_latency(sm: StepModel, shape: StepShape, part: str) -> np.ndarray:
+    """Latency part λ of one pool's collectives over all layers [s]: each message costed at zero size.
+
+    ``part`` is ``"attention"`` (the attention TP all-reduce) or ``"ffn"`` (the others), the same
+    split as :meth:`~perfmodel.core.step.StepModel.breakdown_part`.
+    """
+    total = np.zeros(())
+    for group in sm.model.layer_groups:
+        for msg in layer_messages(sm.model, group, sm.parallel, sm.precision, shape):
+            if (msg.name == "attn_allreduce") == (part == "attention"):
+                zero = Message(msg.name, msg.kind, np.zeros_like(np.asarray(msg.size, dtype=float)), msg.ranks,
+                               msg.link)
+                total = total + group.count * sm._message_time(zero)
+    return total
 
 
 @dataclass
@@ -153,11 +188,11 @@ def split_step(attention: StepModel, ffn: StepModel, link: ExchangeLink, n_decod
     attention_devices, ffn_devices : int
         N_a and N_f.
     micro_batches : int
-        n (see the module docstring).
+        n requested (see the module docstring); at most one micro-batch per sequence is formed.
     """
-    n = int(micro_batches)
     # one common shape: StepBreakdown accumulates op times in place
     tokens, context = (np.array(x, dtype=float) for x in np.broadcast_arrays(n_decode, context))
+    n = micro_batch_count(int(micro_batches), tokens)
     mb = StepShape.make(n_decode=tokens / n, context=context)
     a_parts = attention.breakdown_part(mb, "attention")
     f_parts = ffn.breakdown_part(mb, "ffn")
@@ -167,8 +202,10 @@ def split_step(attention: StepModel, ffn: StepModel, link: ExchangeLink, n_decod
     lat, occ = exchange_message(tokens / n, attention.model.hidden_size, attention.precision.act_bytes,
                                 attention_devices, ffn_devices, link)
     a, f = a_mb / layers, f_mb / layers
-    layers_t = pipelined_layers_time(a, f, lat, occ, layers, n)
-    free = pipelined_layers_time(a, f, 0.0, 0.0, layers, n)
+    lam_a = collective_latency(attention, mb, "attention") / layers
+    lam_f = collective_latency(ffn, mb, "ffn") / layers
+    layers_t = pipelined_layers_time(a, f, lat, occ, layers, n, lam_a, lam_f)
+    free = pipelined_layers_time(a, f, 0.0, 0.0, layers, n, lam_a, lam_f)
     # collectives attributed after the exchange: the step with a free link minus the same step with
     # the pools' collectives removed too, so exchange + collectives <= total
     a_ops = (a_mb - np.asarray(a_parts.comm_total)) / layers

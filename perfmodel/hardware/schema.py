@@ -240,9 +240,26 @@ class Link(_SpecHTML, _Strict):
     bandwidth: Bandwidth
     alpha: Time
     alpha_basis: Literal["measured", "vendor", "assumed"]
-    topology: Literal["switched", "point-to-point", "ring", "torus", "mesh"] = "switched"
+    topology: Literal["switched", "point-to-point", "ring", "torus", "mesh", "fully-connected", "dragonfly",
+                      "torus-2d", "torus-3d", "mesh-2d", "mesh-3d"] = "switched"
+    hop_alpha: Time | None = None
+    group_size: int | None = Field(default=None, ge=2)
     scope: str | None = None
     notes: str | None = None
+
+    def network(self):
+        """The hop-count model of this link (:class:`perfmodel.core.topology.Topology`), or None.
+
+        Only the kinds of :data:`perfmodel.core.topology.KINDS` have one; ``switched``,
+        ``point-to-point``, ``ring``, ``torus`` and ``mesh`` keep the flat collectives of
+        :mod:`perfmodel.core.comm`. The per-hop latency is ``hop_alpha``, else ``alpha``.
+        """
+        from ..core.topology import KINDS, Topology
+
+        if self.topology not in KINDS:
+            return None
+        hop = self.hop_alpha.value if self.hop_alpha is not None else self.alpha.value
+        return Topology(self.topology, hop, self.group_size)
 
     @model_validator(mode="after")
     def _checks(self) -> Link:
@@ -250,6 +267,10 @@ class Link(_SpecHTML, _Strict):
             raise ValueError("bandwidth: must be > 0 B/s (per direction)")
         if "bidirectional" in self.bandwidth.basis:
             raise ValueError("bandwidth: give the per-direction figure (halve a bidirectional total)")
+        if self.topology == "dragonfly" and self.group_size is None:
+            raise ValueError("group_size: a dragonfly needs the size of its fully connected groups")
+        if self.group_size is not None and self.topology not in ("dragonfly", "fully-connected"):
+            raise ValueError(f"group_size: only for dragonfly or fully-connected, not {self.topology!r}")
         return self
 
 

@@ -10,7 +10,9 @@ figures the source does not give, each with a nominal value and a range (or a li
 
 1. evaluates each system at the operating point. With ``per_user_tokens_per_s`` = v, a system's value
    is the best metric over batch sizes whose per-user speed is at least v and which fit in memory
-   (*iso-interactivity*); a system that cannot reach v scores 0. With ``batch`` fixed, the metric there;
+   (*iso-interactivity*); a system that cannot reach v scores 0. When neither system reaches v, the
+   ratio is taken at the highest per-user speed both reach (the smaller of their batch-1 speeds) and
+   the verdict says so, with the speed-up each would need. With ``batch`` fixed, the metric there;
 2. forms the ratio R = candidate / baseline (ratio claims) or predicted / claimed (value claims);
 3. for each continuous unknown, scans its range and solves R(x) = claimed with
    :func:`scipy.optimize.brentq` inside the first bracket that changes sign (the *assumption needed*);
@@ -298,6 +300,23 @@ class _Evaluator:
             return cand["value"] / self.claim.claimed, None, cand
         base = self.system(base_map, op)  # type: ignore[arg-type]
         r = cand["value"] / base["value"] if base["value"] > 0 else (np.inf if cand["value"] > 0 else np.nan)
+        if not base["reachable"] and not cand["reachable"]:
+            r, base, cand = self._reachable_floor(base_map, cand_map, op, base, cand)
+        return float(r), base, cand
+
+    def _reachable_floor(self, base_map: dict, cand_map: dict, op: OperatingPoint, base: dict,
+                         cand: dict) -> tuple[float, dict, dict]:
+        """Neither system reaches the claim's per-user floor: the ratio at the highest floor both reach.
+
+        That floor is the smaller of the two best per-user speeds (batch 1); each side's result keeps
+        ``value`` 0 at the claim's floor and gains ``at_reachable_floor`` (floor, value, batch).
+        """
+        floor = min(base["max_per_user_tokens_per_s"], cand["max_per_user_tokens_per_s"])
+        b2, c2 = best_at(self.curve(base_map, op), floor), best_at(self.curve(cand_map, op), floor)
+        r = c2["value"] / b2["value"] if b2["value"] > 0 else np.nan
+        extra = {"per_user_floor_tokens_per_s": floor}
+        base = {**base, "at_reachable_floor": {**extra, "value": b2["value"], "batch": b2["batch"]}}
+        cand = {**cand, "at_reachable_floor": {**extra, "value": c2["value"], "batch": c2["batch"]}}
         return float(r), base, cand
 
 
@@ -389,5 +408,12 @@ def _verdict(c: Claim, ratio: float, base: dict | None, cand: dict) -> str:
     for name, s in (("baseline", base), ("candidate", cand)):
         if s is not None and not s["reachable"]:
             parts.append(f"the {name} cannot reach the operating point (best per-user speed "
-                         f"{s['max_per_user_tokens_per_s']:.4g} tok/s at batch 1)")
+                         f"{s['max_per_user_tokens_per_s']:.4g} tok/s at batch 1; it would need "
+                         f"{op.per_user_tokens_per_s / s['max_per_user_tokens_per_s']:.3g}x more tokens per "
+                         f"step, e.g. from speculative decoding)")
+    if base is not None and "at_reachable_floor" in cand:
+        floor = cand["at_reachable_floor"]["per_user_floor_tokens_per_s"]
+        parts[0] = (f"the claimed operating point is unreachable for both systems {where}: perfmodel's "
+                    f"ratio {ratio:.3g} (claimed {c.claimed:g}) is taken at the highest per-user speed both "
+                    f"reach, {floor:.4g} tok/s")
     return "; ".join(parts)

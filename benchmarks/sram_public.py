@@ -1,0 +1,71 @@
+"""SRAM / dataflow machines: public per-user speeds against perfmodel, and per-user speed against chips.
+
+Run: ``python benchmarks/sram_public.py [public|scaling|claim]``. Prints (asserts nothing);
+``scripts/gen_doc_blocks.py`` copies the output into docs/sram.md.
+
+1. ``public``: every row of ``perfmodel/data/dataflow/public_speeds.csv`` next to the prediction on the
+   fastest layout of its chip count (batch 1, ISL 1024 / OSL 256);
+2. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
+   Groq LPU v1, Llama-3.1-70B bf16 on Cerebras WSE-3);
+3. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import perfmodel as pm
+from perfmodel.dataflow.public import compare_public
+from perfmodel.planning.claims import check_claim
+
+CURVES = [("llama-2-70b", "groq-lpu", "int8", "fp16", (576, 1152, 2304, 4608, 9216)),
+          ("llama-3.1-70b", "cerebras-wse3", "bf16", "bf16", (4, 8, 16, 32, 64))]
+
+
+def public() -> str:
+    df = compare_public()
+    head = f"{'vendor':<10}{'model':<16}{'weights':<8}{'chips':>6}  {'public':>7}  {'perfmodel':>9}  {'ratio':>6}  " \
+           f"{'layout':<12}{'role':<14}date"
+    rows = [head, "-" * len(head)]
+    for _, r in df.iterrows():
+        rows.append(f"{r['vendor']:<10}{r['model']:<16}{r['weights']:<8}{int(r['devices']):>6}  "
+                    f"{r['tokens_per_s_per_user']:>7.0f}  {r['predicted_tokens_per_s_per_user']:>9.0f}  "
+                    f"{r['ratio']:>6.2f}  {r['layout']:<12}{r['role']:<14}{r['date']}")
+    rows.append("tok/s per user at batch 1, ISL 1024 / OSL 256; ratio = perfmodel / public")
+    return "\n".join(rows)
+
+
+def scaling() -> str:
+    rows = []
+    for model, hw, w, kv, counts in CURVES:
+        rows.append(f"{model} ({w}) on {hw}: fastest layout that fits, batch 1, ISL 1024 / OSL 256")
+        rows.append(f"{'chips':>6}  {'layout':<16}{'tok/s/user':>10}  {'TPOT ms':>8}  {'sync ms':>8}  {'hops ms':>8}")
+        for n in counts:
+            b = pm.best_layout(model, hw, n, isl=1024, osl=256, weights=w, kv_cache=kv)
+            p = pm.predict_dataflow(model, hw, tp=b["tp"], pp=b["pp"], isl=1024, osl=256, weights=w, kv_cache=kv)
+            lay = f"tp{b['tp']}-pp{b['pp']}" + (f" x{b['replicas']}" if b["replicas"] > 1 else "")
+            rows.append(f"{n:>6}  {lay:<16}{b['per_user_tokens_per_s']:>10.0f}  {float(p.tpot_s) * 1e3:>8.3f}  "
+                        f"{float(p.sync_s) * 1e3:>8.3f}  {float(p.hand_off_s) * 1e3:>8.3f}")
+        rows.append("")
+    return "\n".join(rows).rstrip()
+
+
+def claim() -> str:
+    r = check_claim("nvidia-lpx-35x-tokens-per-mw", points=3)
+    lines = [r.verdict, "sensitivity (ratio range over each unknown's range, others nominal):"]
+    for n in r.needed:
+        lo, hi = n["ratio_range"]
+        lines.append(f"  {n['unknown']:<18} {lo:.3g} - {hi:.3g}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", nargs="?", choices=("public", "scaling", "claim"), default="public")
+    args = p.parse_args(argv)
+    print({"public": public, "scaling": scaling, "claim": claim}[args.what]())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

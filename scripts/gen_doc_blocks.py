@@ -1,0 +1,76 @@
+"""Regenerate the command outputs quoted in docs pages, so that their numbers cannot drift.
+
+In each page of PAGES, every block between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
+is replaced by the output of the command NAME stands for (COMMANDS below), run on this checkout;
+``--check`` only reports stale pages (exit 1), as tests/test_split_microbatch.py does.
+
+    python scripts/gen_doc_blocks.py [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md"]
+
+#: block name -> command (run from the repository root with this checkout's package first on the path)
+COMMANDS = {
+    "split-cli": [sys.executable, "-m", "perfmodel", "predict", "--deployment",
+                  "deployments/kimi-k2-vera-rubin-lpx-split.yaml", "--isl", "2048", "--osl", "256",
+                  "--batch", "1,64,1024"],
+    "split-micro-batches": [sys.executable, "benchmarks/split_micro_batches.py", "micro-batches"],
+    "offload": [sys.executable, "benchmarks/split_micro_batches.py", "offload"],
+    "placement-table": [sys.executable, "benchmarks/placement_table.py"],
+    "sram-layout": [sys.executable, "-m", "perfmodel", "predict", "--model", "llama-2-70b", "--hardware",
+                    "groq-lpu", "--devices", "576", "--isl", "1024", "--osl", "256", "--batch", "1,8",
+                    "--weights", "int8", "--kv-cache", "fp16"],
+    "sram-public": [sys.executable, "benchmarks/sram_public.py", "public"],
+    "sram-scaling": [sys.executable, "benchmarks/sram_public.py", "scaling"],
+    "sram-claim": [sys.executable, "benchmarks/sram_public.py", "claim"],
+}
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(```\n<!-- end generated -->)", re.S)
+
+
+def run(name: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run(COMMANDS[name], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if out.returncode:
+        raise SystemExit(f"{name}: {' '.join(COMMANDS[name])} failed:\n{out.stderr}")
+    return "\n".join(line.rstrip() for line in out.stdout.rstrip("\n").splitlines()) + "\n"
+
+
+def render(text: str) -> str:
+    """The page with every generated block refreshed."""
+    return BLOCK.sub(lambda m: m.group(1) + run(m.group("name")) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="report stale pages, write nothing")
+    args = p.parse_args(argv)
+    stale = 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        names = [m.group("name") for m in BLOCK.finditer(text)]
+        unknown = sorted(set(names) - set(COMMANDS))
+        if unknown:
+            raise SystemExit(f"{page.name}: unknown generated blocks {unknown}; known: {sorted(COMMANDS)}")
+        new = render(text)
+        if args.check:
+            if new != text:
+                print(f"stale: docs/{page.name} (run python scripts/gen_doc_blocks.py)")
+                stale += 1
+            continue
+        page.write_text(new, encoding="utf-8")
+        print(f"wrote: {page} ({len(names)} blocks)")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
