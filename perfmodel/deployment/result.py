@@ -105,6 +105,7 @@ class DeploymentPrediction:
             rec.update({c: plain(self.config[c]) for c in self.CONFIG_KEYS})
             rec["efficiency_fallback"] = bool(self.config["efficiency_fallback"])
             rec["basis"] = self.config["basis"]
+            rec["engine"] = "none (bare kernel model)"   # deployments are not run through a serving engine
             rec["assumptions"] = list(self.assumptions)
             rec["pools"] = {
                 n: {"hardware": p.hardware, "roles": list(p.roles), "layout": p.layout, "devices": p.devices,
