@@ -61,6 +61,7 @@ def register(sub) -> None:
                    help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
     p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
     add_spec_decode_arg(p)
+    add_prefix_hit_arg(p)
     add_format_arg(p)
     p.set_defaults(func=run)
 
@@ -95,7 +96,7 @@ def run(args) -> int:
     out = estimate(args.model, args.hardware, engine=engine, concurrency=args.concurrency, rate=args.rate,
                    isl=args.isl, osl=args.osl, tp=args.tp, pp=args.pp, dp_attention=args.dp_attention,
                    ep=args.ep, precision=args.precision, prefill=prefill, calibration=args.engines,
-                   efficiency=args.efficiency)
+                   efficiency=args.efficiency, prefix_hit_rate=args.prefix_hit_rate or 0.0)
     columns = ["rate" if args.rate is not None else "concurrency", *TABLE_COLUMNS]
     first = out.iloc[0]
     meta = {"mode": first["mode"], "gpus": int(first["gpus"]), "weights": first["weights"],

@@ -57,6 +57,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def add_prefix_hit_arg(p) -> None:
+    """``--prefix-hit-rate``, one spelling for every serving command."""
+    p.add_argument("--prefix-hit-rate", type=float, default=None, metavar="H",
+                   help="share of each prompt found in the engine's prefix cache, 0 to < 1 (default 0): "
+                        "attended, not computed")
+
+
 def add_spec_decode_arg(p: argparse.ArgumentParser) -> None:
     """``--spec-decode``, one spelling for every serving command."""
     p.add_argument("--spec-decode", default=None, metavar="SPEC",
@@ -109,7 +116,8 @@ def run(args) -> int:
         pred = predict(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep,
                        dp_attention=args.dp_attention, isl=isl, osl=osl, batch=batch,
                        weights=args.weights, activations=args.activations, kv_cache=args.kv_cache,
-                       efficiency=args.efficiency, engine=serving_engine(args, default=None))
+                       efficiency=args.efficiency, engine=serving_engine(args, default=None),
+                       prefix_hit_rate=args.prefix_hit_rate or 0.0)
         records = pred.records()
         print_notes(checkpoint_note(args.model, args.weights))
     if args.format == "json":

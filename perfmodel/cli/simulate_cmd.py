@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
-from .predict_cmd import add_spec_decode_arg, serving_engine
+from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -36,6 +36,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="serving engine: vllm (default), vllm-2k, sglang, trtllm (with the terms fitted on measured runs), "
                         "vllm-preset, sglang-preset, trtllm-preset (uncalibrated) or a profile YAML path")
     add_spec_decode_arg(g)
+    add_prefix_hit_arg(g)
     g.add_argument("--engine-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
     g.add_argument("--replicas", type=int, default=None, help="replicas behind the router (default 1)")
@@ -153,7 +154,8 @@ def _workload(args, placeholder: str | None = None):
                            name="cli")
     changes: dict[str, Any] = {}
     for flag, field in (("isl", "isl"), ("osl", "osl"), ("reasoning_tokens", "reasoning_tokens"),
-                        ("timeout", "timeout"), ("requests", "requests"), ("horizon", "horizon")):
+                        ("timeout", "timeout"), ("requests", "requests"), ("horizon", "horizon"),
+                        ("prefix_hit_rate", "prefix_hit_rate")):
         v = getattr(args, flag)
         if v is not None:
             changes[field] = v

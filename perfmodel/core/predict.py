@@ -238,7 +238,8 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
             moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str = "bf16",
             activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
             reserve: float = 0.10, expert_imbalance: float = 1.0, kv_host_fraction: float = 0.0,
-            kv_host_overlap: float = 0.0, step_model: StepModel | None = None, engine=None) -> Prediction:
+            kv_host_overlap: float = 0.0, step_model: StepModel | None = None, engine=None,
+            prefix_hit_rate: float = 0.0) -> Prediction:
     """Predict TTFT, TPOT, E2E and throughputs of a static batch on one replica.
 
     Parameters
@@ -269,6 +270,9 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         and include the engine's request terms (:mod:`perfmodel.engine.static`), the numbers the
         serving paths give for one request. None (default) is the bare kernel model, labelled
         ``engine: none`` in ``config``. The breakdown is the bare kernel model's either way.
+    prefix_hit_rate : float
+        Share of each prompt found in the engine's prefix cache, [0, 1) (needs ``engine``): those
+        tokens are attended, not computed.
 
     Returns
     -------
@@ -287,12 +291,16 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
 
     ttft, tpot, pre_bound, dec_bound, stacked_parts = _phase_times_chunked(sm, b, i, o)
     served = None
+    if not (isinstance(prefix_hit_rate, (int, float)) and 0.0 <= prefix_hit_rate < 1.0):
+        raise ConfigError(f"prefix_hit_rate: must be a number within [0, 1), got {prefix_hit_rate!r}")
+    if prefix_hit_rate and engine is None:
+        raise ConfigError("prefix_hit_rate: a prefix cache belongs to a serving engine; pass engine= too")
     if engine is not None:
         from ..engine.engine import Engine
         from ..engine.static import static_batch_times
 
         served = Engine.load(engine)
-        ttft, tpot = static_batch_times(served, sm, b, i, o)
+        ttft, tpot = static_batch_times(served, sm, b, i, o, prefix_hit_rate)
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
@@ -306,6 +314,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         "tp": par.tp, "pp": par.pp, "ep": par.ep, "dp_attention": par.dp_attention,
         "reserve_fraction": sm.reserve, "link": sm.link_id, "kv_host_fraction": sm.kv_host_fraction,
         "engine": "none (bare kernel model)" if served is None else served.label,
+        "prefix_hit_rate": float(prefix_hit_rate),
     }
     if served is not None:
         config["basis"] += "+engine-fitted" if served.calibrated else "+engine-preset"

@@ -27,7 +27,8 @@ import numpy as np
 from ..serving.prefill import prefill_batch_time, prefix_step_time
 
 
-def static_batch_times(engine: Any, step_model: Any, batch, isl, osl) -> tuple[np.ndarray, np.ndarray]:
+def static_batch_times(engine: Any, step_model: Any, batch, isl, osl,
+                       prefix_hit_rate: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Mean client TTFT and TPOT [s] of a static batch under ``engine`` (see the module docstring).
 
     Parameters
@@ -38,22 +39,26 @@ def static_batch_times(engine: Any, step_model: Any, batch, isl, osl) -> tuple[n
         The replica's bare step model (the engine's step terms are applied here).
     batch, isl, osl : array_like
         Requests b, prompt tokens I and output tokens O (broadcast together).
+    prefix_hit_rate : float
+        Share h of each prompt in the prefix cache: (1 − h)·I tokens are computed after h·I cached ones.
     """
     model = engine.step(step_model)
     prof = engine.profile
-    b, i, o = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (batch, isl, osl)))
+    b, i_all, o = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (batch, isl, osl)))
+    cached = np.floor(float(prefix_hit_rate) * i_all)
+    i = i_all - cached                       # prompt tokens computed
     budget = float(prof.max_num_batched_tokens)
     one_step = (b * i <= budget) | (b <= 1)
-    ttft = prefill_batch_time(model, prof, i, np.where(one_step, b, 1.0))
+    ttft = prefill_batch_time(model, prof, i, np.where(one_step, b, 1.0), cached)
     if not one_step.all():
         per_step = np.minimum(np.maximum(budget / i, 1.0), b)          # prompts (or a chunk) per step
-        q = np.where(i <= budget, -(per_step - 1.0) * i / 2.0, (i - budget) / 2.0)
+        q = cached + np.where(i <= budget, -(per_step - 1.0) * i / 2.0, (i - budget) / 2.0)
         t_full = prefix_step_time(model, 0.0, 0.0, np.full_like(i, budget), q) \
             + prof.step_overhead + prof.seq_overhead * per_step
         packed = t_full * (np.ceil(i / budget) + np.ceil(b * i / budget)) / 2.0
         ttft = np.where(one_step, ttft, packed)
-    c_lo = i + 1.0
-    c_hi = np.maximum(i + o - 1.0, c_lo)
+    c_lo = i_all + 1.0
+    c_hi = np.maximum(i_all + o - 1.0, c_lo)
     nodes = np.stack([c_lo, 0.5 * (c_lo + c_hi), c_hi])
     steps = np.asarray(model.step_time(b, nodes, 0.0, 0.0), dtype=float)
     tpot = (steps[0] + 4.0 * steps[1] + steps[2]) / 6.0 + prof.step_overhead + prof.seq_overhead * b

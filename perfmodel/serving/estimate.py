@@ -85,7 +85,7 @@ def _counts(name: str, values, low: float) -> np.ndarray:
 def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None, rate=None,
              engine: Any = "vllm", tp: int = 1, pp: int = 1, dp_attention: int = 1, ep: int = 1,
              precision: str = "", prefill: PrefillPool | None = None, calibration: str = "calibrated",
-             efficiency: str = "calibrated", seed: int = 0) -> pd.DataFrame:
+             efficiency: str = "calibrated", seed: int = 0, prefix_hit_rate: float = 0.0) -> pd.DataFrame:
     """Mean TTFT, TPOT and throughput of a deployment under load (see the module docstring).
 
     Parameters
@@ -115,6 +115,9 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         Per-op efficiency profile.
     seed : int
         Seed of the open-loop simulations.
+    prefix_hit_rate : float
+        Share of each prompt found in the engine's prefix cache, [0, 1): attended, not computed. With
+        P/D the whole cache is still transferred (the decode pool is assumed not to hold the prefix).
 
     Returns
     -------
@@ -175,7 +178,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         rates = _counts("rate", rate, 1e-9)
         rows = []
         for lam in rates:
-            w = Workload.fixed(isl, osl, rate=float(lam))
+            w = Workload.fixed(isl, osl, rate=float(lam), prefix_hit_rate=prefix_hit_rate)
             s = simulate(decode, w, engine=served, requests=RATE_REQUESTS, seed=seed).summary(warmup=RATE_WARMUP)
             rows.append({"rate": lam, "ttft_s": s["ttft_mean_s"], "tpot_s": s["tpot_mean_s"],
                          "requests_per_s": s["throughput_rps"], "n_decode": np.nan, "limited_by": "",
@@ -185,9 +188,14 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         clients_per_rank = dp_attention * (1 if prefill is None else prefill.decode_workers)
         conc = _counts("concurrency", concurrency, clients_per_rank)
         if prefill is None:
-            res = steady_state(decode, conc, isl, osl, engine=served, schedulers=dp_attention)
+            res = steady_state(decode, conc, isl, osl, engine=served, schedulers=dp_attention,
+                               prefix_hit_rate=prefix_hit_rate)
         else:
             from ..deployment.disagg import request_kv_transfer_time
+
+            if prefix_hit_rate:
+                raise ConfigError("prefix_hit_rate: not modelled for P/D deployments yet (the prefill pool's "
+                                  "closed form computes every prompt token)")
 
             for name, v in (("prefill.workers", prefill.workers), ("prefill.decode_workers", prefill.decode_workers)):
                 if not (isinstance(v, (int, np.integer)) and v >= 1):

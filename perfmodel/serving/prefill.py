@@ -24,21 +24,24 @@ def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -
     return np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))
 
 
-def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayLike) -> np.ndarray:
-    """Time to prefill m prompts of ``isl`` tokens side by side in prefill-only steps [s].
+def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayLike,
+                       cached: ArrayLike = 0.0) -> np.ndarray:
+    """Time to prefill m prompts of ``isl`` new tokens side by side in prefill-only steps [s].
 
     A prompt longer than one scheduler's budget B runs in k = ⌈I/B⌉ steps: k − 1 full chunks of B
     tokens (mean cached prefix (k − 2)B/2) and a remainder r = I − (k − 1)B after (k − 1)B cached
     tokens; m prompts side by side share each step (attention-equivalent prefix, see
-    :func:`prefix_step_time`). Every step adds the engine's step overhead and m sequence overheads.
+    :func:`prefix_step_time`). ``cached`` tokens of each prompt found in the prefix cache are not
+    computed but attended: every chunk's prefix grows by them. Every step adds the engine's step
+    overhead and m sequence overheads.
     """
-    isl, m = np.broadcast_arrays(np.asarray(isl, dtype=float), np.asarray(m, dtype=float))
+    isl, m, c0 = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (isl, m, cached)))
     B = float(eng.max_num_batched_tokens)
     k = np.ceil(isl / B)
     r = isl - (k - 1) * B
     full = 0.0
     if np.any(k > 1):   # only long prompts have full chunks before the last one
         full = np.where(k > 1, (k - 1) * prefix_step_time(model, 0.0, 0.0, m * B,
-                                                          (k - 2) * B / 2 - (m - 1) * B / 2), 0.0)
-    last = prefix_step_time(model, 0.0, 0.0, m * r, (k - 1) * B - (m - 1) * r / 2)
+                                                          c0 + (k - 2) * B / 2 - (m - 1) * B / 2), 0.0)
+    last = prefix_step_time(model, 0.0, 0.0, m * r, c0 + (k - 1) * B - (m - 1) * r / 2)
     return full + last + k * (eng.step_overhead + eng.seq_overhead * m)

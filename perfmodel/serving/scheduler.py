@@ -47,6 +47,7 @@ class Replica:
         self.timer = timer
         self.role = role
         self.bs = engine.kv_block_size
+        self.hit = float(sim.w.prefix_hit_rate)   # share of a fresh prompt in the prefix cache
         self.total_blocks = int(kv_tokens // self.bs)
         self.reserve = engine.kv_admission == "reserve_full"
         self.prefill_first = role == "prefill" or (role == "both" and engine.policy == "prefill_first")
@@ -241,7 +242,9 @@ class Replica:
             if R.direct[rid]:
                 break
             target = R.isl[rid] + R.gen[rid]
-            take = target
+            # a fresh prompt's cached prefix (whole KV blocks) is attended, not computed
+            cached = (int(self.hit * R.isl[rid]) // bs) * bs if R.gen[rid] == 0 else 0
+            take = target - cached
             if take > budget:
                 if self.chunked:
                     take = budget
@@ -250,13 +253,13 @@ class Replica:
             if self.reserve:
                 need = self.blocks_for(R.isl[rid] + R.out[rid])
             else:
-                need = -(-take // bs)
+                need = -(-(cached + take) // bs)
             if need > self.free_blocks():
                 break
             w.popleft()
             self.n_wait -= 1
             R.where[rid] = PREFILL
-            R.pf_done[rid] = 0
+            R.pf_done[rid] = cached
             R.pf_target[rid] = target
             R.blocks[rid] = need
             if self.reserve:

@@ -94,7 +94,7 @@ class SteadyState:
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
                  osl: ArrayLike | None = None, engine: Any = "vllm",
                  think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1,
-                 sync_fraction: ArrayLike | None = None) -> SteadyState:
+                 sync_fraction: ArrayLike | None = None, prefix_hit_rate: ArrayLike | None = None) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -124,6 +124,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         How synchronised the clients' arrivals are, 0 (spread out) to 1 (every prompt arrives with its
         wave of C): weight s of the wave wait W of :mod:`perfmodel.serving.waves`, which is added to
         the think time and to the TTFT. Default: the engine's fitted value (0 for uncalibrated engines).
+    prefix_hit_rate : array_like, optional
+        Share h of each prompt found in the prefix cache, 0 to < 1 (default: the workload's, else 0):
+        only (1 − h)·I tokens are computed, after h·I cached ones that their attention reads; the KV
+        context is unchanged.
 
     Returns
     -------
@@ -133,6 +137,8 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         w = isl
         isl, osl = w.isl.value, w.osl.value + w.reasoning_tokens.value  # type: ignore[union-attr]
         think_time = w.arrival.think_time
+        if prefix_hit_rate is None:
+            prefix_hit_rate = w.prefix_hit_rate
     from ..engine.engine import Engine  # the engine package builds on serving's profiles
 
     serving_engine = Engine.load(engine)
@@ -140,8 +146,11 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     eng = serving_engine.profile
     if sync_fraction is None:
         sync_fraction = serving_engine.terms.sync_fraction
-    C, Isl, Osl, Z, S, sync = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
-        concurrency, isl, osl, think_time, schedulers, sync_fraction)))
+    C, Isl, Osl, Z, S, sync, hit = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
+        concurrency, isl, osl, think_time, schedulers, sync_fraction,
+        0.0 if prefix_hit_rate is None else prefix_hit_rate)))
+    if not np.all((hit >= 0) & (hit < 1)):
+        raise ConfigError(f"prefix_hit_rate: must be within [0, 1), got {prefix_hit_rate!r}")
     if not np.all(S >= 1):
         raise ConfigError(f"schedulers: must be >= 1, got {schedulers!r}")
     if not np.all((sync >= 0) & (sync <= 1)):
@@ -159,14 +168,16 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
     wave = sync * wave_wait(model, C, Isl, eng, S) if np.any(sync > 0) else np.zeros_like(C)
     Z = Z + wave   # waiting for its wave, a client is outside the engine's decode batch
-    cbar = Isl + Osl / 2.0
+    cbar = Isl + Osl / 2.0   # decode context: the whole prompt, cached part included
+    Q0 = np.floor(hit * Isl)   # cached prompt tokens: attended, not computed
+    Inew = Isl - Q0            # prompt tokens computed
     kv_cap = np.asarray(model.kv_capacity_tokens, dtype=float) * eng.kv_capacity_fraction
     per_seq_kv = (Isl + Osl) if eng.kv_admission == "reserve_full" else cbar
     caps = {
         "max_num_seqs": float(eng.max_num_seqs) * S,
         "kv_cache": kv_cap / per_seq_kv,
-        "prefill_budget": (B * (Osl - 1) / (Isl + Osl - 1) if eng.chunked_prefill or eng.policy == "prefill_first"
-                           else np.where(Isl <= B_rank, B * (Osl - 1) / (Isl + Osl - 1), S * (Osl - 1))),
+        "prefill_budget": (B * (Osl - 1) / (Inew + Osl - 1) if eng.chunked_prefill or eng.policy == "prefill_first"
+                           else np.where(Inew <= B_rank, B * (Osl - 1) / (Inew + Osl - 1), S * (Osl - 1))),
     }
     n_cap = np.minimum.reduce(list(caps.values()))
     prefill_first = eng.policy == "prefill_first"
@@ -177,28 +188,28 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         n_o = n * others
         n_seen = np.minimum(1.0 + n_o, np.maximum(n_cap, n))
         lam = n_o / (Osl - 1)                     # other prompts arriving per decode step
-        pbar = lam * Isl                          # their prompt tokens per decode step
+        pbar = lam * Inew                         # their computed prompt tokens per decode step
         t_dec = model.step_time(n_seen, cbar, 0.0, 0.0) + over_step + over_seq * n_seen
         if prefill_first:
-            k = np.ceil(Isl / B_rank)
+            k = np.ceil(Inew / B_rank)
             nu = np.maximum(lam * k, pbar / B)  # prefill-only steps per decode step
-            P = np.clip(np.where(nu > 0, pbar / np.maximum(nu, 1e-12), np.minimum(Isl, B_rank)), 1.0, B)
-            prompts = np.maximum(P / Isl, 1.0)
-            q = np.where(P > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - P, 0) / 2)
+            P = np.clip(np.where(nu > 0, pbar / np.maximum(nu, 1e-12), np.minimum(Inew, B_rank)), 1.0, B)
+            prompts = np.maximum(P / Inew, 1.0)
+            q = Q0 + np.where(P > Inew, -(prompts - 1) * Inew / 2, np.maximum(Inew - P, 0) / 2)
             t_pre = prefix_step_time(model, 0.0, 0.0, P, q) + over_step + over_seq * prompts
             tpot = t_dec + nu * t_pre
             # the prompt shares its prefill step with those that arrived in the same decode step
-            m = np.minimum(1.0 + lam, np.maximum(B / Isl, 1.0))
-            service = prefill_batch_time(model, eng, Isl, np.where(k > 1, 1.0, m))
+            m = np.minimum(1.0 + lam, np.maximum(B / Inew, 1.0))
+            service = prefill_batch_time(model, eng, Inew, np.where(k > 1, 1.0, m), Q0)
             t_wait = t_dec
         else:
             b = np.maximum(B - n_o, 1.0)
-            s = np.minimum(Isl, b / S) if eng.chunked_prefill else Isl
-            k = np.ceil(Isl / s)                   # steps per prompt (the last chunk may be partial)
+            s = np.minimum(Inew, b / S) if eng.chunked_prefill else Inew
+            k = np.ceil(Inew / s)                  # steps per prompt (the last chunk may be partial)
             phi = np.minimum(pbar / s, 1.0)      # fraction of steps carrying prompt work
             chunk = np.where(pbar > s, np.minimum(pbar, b), s)
-            prompts = np.maximum(chunk / Isl, 1.0)
-            q = np.where(chunk > Isl, -(prompts - 1) * Isl / 2, np.maximum(Isl - s, 0) / 2)
+            prompts = np.maximum(chunk / Inew, 1.0)
+            q = Q0 + np.where(chunk > Inew, -(prompts - 1) * Inew / 2, np.maximum(Inew - s, 0) / 2)
             def mixed(p, q, seqs, decodes):
                 """A step of ``decodes`` decodes and p prompt tokens from ``seqs`` prompts, prefix q."""
                 return prefix_step_time(model, decodes, cbar, p, q) + over_step + over_seq * (decodes + seqs)
@@ -207,16 +218,16 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             tpot = phi * t_mix + (1 - phi) * t_dec
             # one-step prompts share their step with the others that arrived in the same step
             # (size-biased: 1 + lam prompts); multi-step prompts take k budget-limited steps
-            m = np.minimum(1.0 + lam, np.maximum(b / Isl, 1.0))
-            t_one = mixed(m * Isl, -(m - 1) * Isl / 2, m, n_o)
+            m = np.minimum(1.0 + lam, np.maximum(b / Inew, 1.0))
+            t_one = mixed(m * Inew, Q0 - (m - 1) * Inew / 2, m, n_o)
             # multi-step prompts: k - 1 budget-limited steps (own chunks after (k - 2)s/2 cached
             # tokens on average), then the remainder r after (k - 1)s cached tokens, in a step the
             # other prompts in flight fill up to pbar tokens; prefixes are attention-equivalent
             # (the prompt's own tokens' prefix weighted by their share of the step)
-            t_full = mixed(chunk, np.maximum(k - 2, 0) * s / 2 * s / chunk, prompts, n_o)
-            r = Isl - (k - 1) * s
+            t_full = mixed(chunk, (Q0 + np.maximum(k - 2, 0) * s / 2) * s / chunk, prompts, n_o)
+            r = Inew - (k - 1) * s
             last = np.minimum(np.maximum(r, pbar), b)
-            t_last = mixed(last, r * ((k - 1) * s - (last - r)) / last, np.maximum(last / Isl, 1.0), n_o)
+            t_last = mixed(last, r * (Q0 + (k - 1) * s - (last - r)) / last, np.maximum(last / Inew, 1.0), n_o)
             service = np.where(k > 1, (k - 1) * t_full + t_last, t_one)
             t_wait = t_dec
         # the arrival waits for the step in progress, if the other clients keep the engine busy

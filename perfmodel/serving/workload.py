@@ -247,6 +247,10 @@ class Workload(Strict):
         Number of requests to send (default when ``simulate`` is not told).
     horizon : float | None
         Simulated time after which arrivals stop and unfinished requests are reported in flight [s].
+    prefix_hit_rate : float
+        Share of each prompt found in the engine's prefix cache, 0 (default) to < 1: those tokens are
+        attended but not computed (a shared system prompt, a resent conversation). An explicit rate;
+        the cache's own dynamics (capacity, eviction) are not simulated.
     slo : SLO | None
         Joint latency objective.
     """
@@ -266,6 +270,7 @@ class Workload(Strict):
     requests: int | None = Field(default=None, ge=1)
     horizon: float | None = None
     slo: SLO | None = None
+    prefix_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0)
     base_dir: str | None = Field(default=None, exclude=True)
 
     @field_validator("isl", "osl", "reasoning_tokens", mode="before")
