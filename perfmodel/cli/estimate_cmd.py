@@ -15,7 +15,7 @@ import argparse
 
 from ..errors import ConfigError
 from .output import add_format_arg, format_table, print_json
-from .predict_cmd import add_spec_decode_arg, int_list
+from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, int_list
 
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
