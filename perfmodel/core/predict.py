@@ -15,16 +15,18 @@ For a static batch of ``batch`` sequences of ``isl`` prompt tokens and ``osl`` o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError
 from .memory import static_batch_budget
 from .ops import StepShape
 from .roofline import e2e_latency
 from .step import StepBreakdown, StepModel, dominant_term
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _positive_array(name: str, value: Any, integer: bool = True) -> np.ndarray:
@@ -91,6 +93,8 @@ class Prediction:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per operating point, columns in SI units (suffixes _s, _bytes, _per_s)."""
+        import pandas as pd  # imported on use: `predict` itself does not need pandas
+
         shape = np.broadcast_shapes(*(np.shape(getattr(self, c)) for c in self.COLUMNS))
         cols = {c: np.broadcast_to(getattr(self, c), shape).ravel() for c in self.COLUMNS}
         df = pd.DataFrame(cols)
@@ -116,6 +120,8 @@ class Prediction:
         Rows: (phase, op class); for a vectorised prediction the first operating point is shown.
         Communication rows list each collective's time.
         """
+        import pandas as pd
+
         rows = []
         for phase, parts in (("prefill", self.prefill_parts), ("decode", self.decode_parts)):
             for cls, total in parts.op_total.items():
