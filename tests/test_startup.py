@@ -91,6 +91,7 @@ def test_version_flag_prints_the_package_version():
     assert out.stdout.strip() == f"perfmodel {version}" == f"perfmodel {pm.__version__}"
 
 
+@pytest.mark.slow
 def test_startup_benchmark_runs():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_startup.py"), "--repeat", "1"],
                          capture_output=True, text=True, timeout=120)
