@@ -1,4 +1,4 @@
-"""Invariants of the cost model, checked with hypothesis (1000 cases each)."""
+"""Invariants of the cost model, checked with hypothesis (1000 cases each; those over ~5 s in the slow tier)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def test_tpot_is_at_least_bytes_over_bandwidth_and_flops_over_peak(batch, isl, o
     assert p.tpot_s >= 2 * batch * matrix_params / peak * (1 - 1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=N, deadline=None)
 @given(batch=batches, isl=lengths, osl=lengths, fb=factors, fc=factors, eff=efficiencies)
 def test_more_bandwidth_or_flops_is_never_slower(batch, isl, osl, fb, fc, eff):
@@ -51,6 +52,7 @@ def test_more_bandwidth_or_flops_is_never_slower(batch, isl, osl, fb, fc, eff):
     assert b.tpot_s <= a.tpot_s * (1 + 1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=N, deadline=None)
 @given(batch=batches, extra=st.integers(1, 512), context=lengths, chunk=st.integers(0, 8192),
        eff=efficiencies, tp=st.sampled_from([1, 2, 4]))
