@@ -4,58 +4,63 @@ Layers (as in the design notes): plain numpy functions (:mod:`perfmodel.core.roo
 objects (:class:`StepModel`), and composers (:func:`predict`, serving, planning).
 """
 
-from .core.comm import (
-    all_gather_time,
-    all_reduce_time,
-    all_to_all_time,
-    p2p_time,
-    reduce_scatter_time,
-    round_trips_time,
-)
-from .core.efficiency import DATASHEET, Efficiency, load_profile, profile_for
-from .core.predict import Prediction, predict
-from .core.roofline import crossover_tokens, e2e_latency, message_time, offload_pays, roofline_time
-from .core.step import StepModel
-from .dataflow import DataflowModel, best_layout, predict_dataflow, search_layouts
-from .deployment import (
-    Deployment,
-    DeploymentPrediction,
-    load_deployment,
-    min_devices_for_weights,
-    offload_analysis,
-    pd_balance,
-    predict_deployment,
-    scaling_curve,
-)
-from .engine.engine import Engine
-from .errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
-from .hardware import list_hardware, load_accelerator, load_hardware, load_link
-from .modelspec import ModelSpec, list_models, load_model
-from .planning import (
-    TotalCost,
-    check_claim,
-    output_crossover,
-    pareto_front,
-    plan,
-    power_basis,
-    sweep,
-    sweep_deployments,
-    tokens_per_s_per_mw,
-    usd_per_million_tokens,
-)
-from .precision import Precision, dtype
-from .serving import (
-    SLO,
-    EngineProfile,
-    Workload,
-    load_engine,
-    load_workload,
-    max_load,
-    simulate,
-    steady_state,
-)
-from .serving.estimate import PrefillPool, estimate
-from .units import Q_, to_si, ureg
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the public names; imported on first use (perfmodel._lazy), seen by type checkers and docs
+    from .core.comm import (
+        all_gather_time,
+        all_reduce_time,
+        all_to_all_time,
+        p2p_time,
+        reduce_scatter_time,
+        round_trips_time,
+    )
+    from .core.efficiency import DATASHEET, Efficiency, load_profile, profile_for
+    from .core.predict import Prediction, predict
+    from .core.roofline import crossover_tokens, e2e_latency, message_time, offload_pays, roofline_time
+    from .core.step import StepModel
+    from .dataflow import DataflowModel, best_layout, predict_dataflow, search_layouts
+    from .deployment import (
+        Deployment,
+        DeploymentPrediction,
+        load_deployment,
+        min_devices_for_weights,
+        offload_analysis,
+        pd_balance,
+        predict_deployment,
+        scaling_curve,
+    )
+    from .engine.engine import Engine
+    from .errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
+    from .hardware import list_hardware, load_accelerator, load_hardware, load_link
+    from .modelspec import ModelSpec, list_models, load_model
+    from .planning import (
+        TotalCost,
+        check_claim,
+        output_crossover,
+        pareto_front,
+        plan,
+        power_basis,
+        sweep,
+        sweep_deployments,
+        tokens_per_s_per_mw,
+        usd_per_million_tokens,
+    )
+    from .precision import Precision, dtype
+    from .serving import (
+        SLO,
+        EngineProfile,
+        Workload,
+        load_engine,
+        load_workload,
+        max_load,
+        simulate,
+        steady_state,
+    )
+    from .serving.estimate import PrefillPool, estimate
+    from .units import Q_, to_si, ureg
 
 __version__ = "0.1.0"
 
@@ -75,3 +80,5 @@ __all__ = [
     "TotalCost", "check_claim", "output_crossover", "pareto_front", "plan", "power_basis", "sweep",
     "sweep_deployments", "tokens_per_s_per_mw", "usd_per_million_tokens",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

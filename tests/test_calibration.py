@@ -163,6 +163,7 @@ def test_split_is_deterministic_and_by_shape(tables):
     assert (g.groupby(["m", "n", "k"])["split"].nunique() == 1).all()
 
 
+@pytest.mark.slow
 def test_fit_is_deterministic(tables):
     one = fit_ops.fit_system("gb200", tables, max_rows=200)
     two = fit_ops.fit_system("gb200", tables, max_rows=200)

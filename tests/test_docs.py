@@ -103,6 +103,7 @@ def _missing_docs_tools() -> str | None:
 
 @pytest.mark.skipif(_missing_docs_tools() is not None,
                     reason=f"docs tools not installed ({_missing_docs_tools()}); pip install -e '.[docs]'")
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path):
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}

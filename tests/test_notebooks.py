@@ -77,6 +77,7 @@ def test_committed_without_outputs(path):
             assert cell.execution_count is None, f"{path.name}: cell {i} has an execution count"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_without_errors(path, kernel_env, record_property):
     nb = nbformat.read(path, as_version=4)

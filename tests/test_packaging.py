@@ -34,6 +34,7 @@ def test_python_dash_m_entry_point():
     assert "nvlink4" in out.stdout
 
 
+@pytest.mark.slow
 def test_device_benchmark_script_runs_on_cpu(tmp_path):
     """The GPU script (benchmarks/device_ops.py) is smoke-tested on the CPU where torch is installed."""
     pytest.importorskip("torch", reason="torch is not installed (the GPU script needs it)")
@@ -44,6 +45,7 @@ def test_device_benchmark_script_runs_on_cpu(tmp_path):
     assert {"system", "backend", "backend_version", "kernel_source", "dtype", "m", "n", "k", "latency_ms"} <= set(header)
 
 
+@pytest.mark.slow
 def test_prefill_breakdown_script_runs_on_cpu(tmp_path):
     """benchmarks/device_prefill_breakdown.py (profiler categories) on a tiny model on the CPU."""
     pytest.importorskip("torch", reason="torch is not installed (the GPU script needs it)")
@@ -55,6 +57,7 @@ def test_prefill_breakdown_script_runs_on_cpu(tmp_path):
     assert rows[0] == "tokens,category,kernel,time_ms" and len(rows) > 3
 
 
+@pytest.mark.slow
 def test_steady_state_benchmark_runs():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_steady_state.py"), "--points", "20",
                           "--repeat", "1"], capture_output=True, text=True, timeout=300)

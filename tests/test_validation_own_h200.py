@@ -99,6 +99,7 @@ def test_decode_rows_count_the_new_token_in_the_context():
     assert _validated("decode-step").iloc[-1]["predicted_ms"] == pytest.approx(predicted)
 
 
+@pytest.mark.slow
 def test_the_own_measurements_page_is_up_to_date():
     """docs/own-measurements.md is regenerated from these rows and the shipped profiles."""
     import subprocess

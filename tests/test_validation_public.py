@@ -114,6 +114,7 @@ def test_shipped_profile_records_cross_validated_errors():
     assert set(profile["engines"]) == {"vllm", "sglang", "trtllm"}
 
 
+@pytest.mark.slow
 def test_fit_recovers_known_engine_parameters(public):
     """Rows predicted with known parameters are fitted back to them (identifiability)."""
     problem = public["problem"]
@@ -234,6 +235,7 @@ def test_attention_tables_are_told_apart_by_step_and_mixed_tables_refused(tmp_pa
     assert "step='x' is not a number" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_calibrate_writes_a_profile_that_validate_reads(public, tmp_path, capsys):
     rows = public["df"]
     small = tmp_path / "vllm_llama.csv"

@@ -7,17 +7,24 @@
   summarises the error.
 """
 
-from .ops_data import (
-    DTYPE_TO_COMPUTE,
-    DTYPE_TO_FORMAT,
-    SYSTEM_TO_ACCELERATOR,
-    TABLES,
-    default_ops_dir,
-    device,
-    read_table,
-    table_kind,
-    tidy,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from .ops_data import (
+        DTYPE_TO_COMPUTE,
+        DTYPE_TO_FORMAT,
+        SYSTEM_TO_ACCELERATOR,
+        TABLES,
+        default_ops_dir,
+        device,
+        read_table,
+        table_kind,
+        tidy,
+    )
 
 __all__ = ["DTYPE_TO_COMPUTE", "DTYPE_TO_FORMAT", "SYSTEM_TO_ACCELERATOR", "TABLES", "default_ops_dir",
            "device", "read_table", "table_kind", "tidy"]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

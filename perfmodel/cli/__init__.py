@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from .. import __version__
 from ..errors import PerfmodelError
 
 #: Modules (relative to this package) that register sub-commands, in help order.
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="perfmodel",
         description="First-principles LLM inference performance model (TTFT, TPOT, throughput, goodput).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

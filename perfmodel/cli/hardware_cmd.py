@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownNameError
-from ..hardware import list_hardware, load_hardware
-from ..hardware.schema import Accelerator, HardwareSpec, Link, Port, System, iter_figures
-from ..units import DIMENSIONS, fmt
 from .output import add_list_show, format_table, print_json
+
+if TYPE_CHECKING:  # the specs (pydantic, pint) are imported by the functions that run: `--help` stays light
+    from ..hardware.schema import Accelerator, HardwareSpec, Link, Port, System
 
 KINDS = ("accelerator", "link", "system")
 #: Compute formats summarised by ``hardware list``.
@@ -48,6 +48,8 @@ def _system_row(spec: System) -> dict[str, Any]:
 
 def summary_row(spec: HardwareSpec) -> dict[str, Any]:
     """One ``hardware list`` row: id, kind, name and the main figures in SI units (B, B/s, FLOP/s, s, W)."""
+    from ..hardware.schema import Accelerator, Link
+
     row: dict[str, Any] = {"id": spec.id, "kind": spec.kind, "name": spec.name}
     if isinstance(spec, Accelerator):
         row.update(_accelerator_row(spec))
@@ -60,6 +62,8 @@ def summary_row(spec: HardwareSpec) -> dict[str, Any]:
 
 def _human(value: float | None, unit: str) -> str:
     """Display an SI value; byte counts cited in binary units (192 GiB) are shown that way."""
+    from ..units import fmt
+
     if value is None:
         return ""
     if unit == "B" and value >= 2**30 and value % 2**30 == 0 and value % 1e9 != 0:
@@ -90,6 +94,8 @@ def _table(kind: str, rows: list[dict[str, Any]]) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from ..hardware import list_hardware
+
     rows = [summary_row(s) for s in list_hardware(args.kind)]
     if args.format == "json":
         print_json(rows)
@@ -103,6 +109,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _port_text(port: Port) -> str:
+    from ..hardware import load_hardware
+    from ..units import fmt
+
     link = load_hardware(port.link, "link")
     bandwidth = port.bandwidth.value if port.bandwidth else link.bandwidth.value
     origin = "override" if port.bandwidth else "link"
@@ -111,6 +120,8 @@ def _port_text(port: Port) -> str:
 
 
 def _header_rows(spec: HardwareSpec) -> list[tuple[str, Any]]:
+    from ..hardware.schema import Accelerator, Link, System
+
     rows: list[tuple[str, Any]] = [("id", spec.id), ("kind", spec.kind), ("name", spec.name)]
     if spec.aliases:
         rows.append(("aliases", ", ".join(spec.aliases)))
@@ -128,6 +139,10 @@ def _header_rows(spec: HardwareSpec) -> list[tuple[str, Any]]:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from ..hardware import load_hardware
+    from ..hardware.schema import iter_figures
+    from ..units import DIMENSIONS
+
     spec = load_hardware(args.spec)
     if args.format == "json":
         print_json(spec.model_dump(mode="json"))

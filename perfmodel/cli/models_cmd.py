@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..modelspec import (
-    ModelSpec,
-    kv_bytes_per_token,
-    list_models,
-    load_model,
-    params_active,
-    params_total,
-    state_bytes_per_sequence,
-)
-from ..modelspec.derived import params_breakdown
 from .output import add_list_show, format_table, print_json
+
+if TYPE_CHECKING:  # the specs (pydantic) are imported by the functions that run: `--help` stays light
+    from ..modelspec import ModelSpec
 
 #: KV-cache format of the ``kv_bytes_per_token`` figure shown.
 SHOWN_KV_DTYPE = "bf16"
@@ -36,6 +29,9 @@ def _moe_summary(spec: ModelSpec) -> dict[str, Any] | None:
 
 def model_summary(spec: ModelSpec) -> dict[str, Any]:
     """The fields ``models show`` prints, as plain JSON-able values."""
+    from ..modelspec import kv_bytes_per_token, params_active, params_total, state_bytes_per_sequence
+    from ..modelspec.derived import params_breakdown
+
     mla = None
     if spec.mla is not None:
         mla = {"q_lora_rank": spec.mla.q_lora_rank, "kv_lora_rank": spec.mla.kv_lora_rank,
@@ -78,6 +74,8 @@ def _billions(n: int) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from ..modelspec import kv_bytes_per_token, list_models, load_model, params_active, params_total
+
     rows = []
     for model_id in list_models():
         spec = load_model(model_id)
@@ -98,6 +96,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from ..modelspec import load_model
+
     info = model_summary(load_model(args.model))
     if args.format == "json":
         print_json(info)

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..plain import plain
-
 
 def print_json(obj: Any) -> None:
     """Print ``obj`` as JSON (numpy types converted, non-finite floats as null)."""
+    from ..plain import plain  # numpy: imported here, keeps `perfmodel --help` light
+
     print(json.dumps(plain(obj), indent=2))
 
 

@@ -148,6 +148,7 @@ FALLBACK_REASON: dict[str, str] = {
 }
 
 
+@functools.cache  # the shipped package data: listed once, like load_profile reads each file once
 def _profile_names() -> list[str]:
     root = resources.files("perfmodel") / "data" / "calibration"
     try:

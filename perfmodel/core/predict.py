@@ -15,19 +15,24 @@ For a static batch of ``batch`` sequences of ``isl`` prompt tokens and ``osl`` o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError
 from .memory import static_batch_budget
 from .ops import StepShape
 from .roofline import e2e_latency
 from .step import StepBreakdown, StepModel, dominant_term
+from .step_cache import cached_step_model
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _positive_array(name: str, value: Any, integer: bool = True) -> np.ndarray:
+    if type(value) is int and value >= 1:  # the scalar case, valid as it stands
+        return np.asarray(value, dtype=float)
     arr = np.asarray(value, dtype=float)
     if arr.size == 0:
         raise ConfigError(f"{name}: must not be empty")
@@ -91,6 +96,8 @@ class Prediction:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per operating point, columns in SI units (suffixes _s, _bytes, _per_s)."""
+        import pandas as pd  # imported on use: `predict` itself does not need pandas
+
         shape = np.broadcast_shapes(*(np.shape(getattr(self, c)) for c in self.COLUMNS))
         cols = {c: np.broadcast_to(getattr(self, c), shape).ravel() for c in self.COLUMNS}
         df = pd.DataFrame(cols)
@@ -116,6 +123,8 @@ class Prediction:
         Rows: (phase, op class); for a vectorised prediction the first operating point is shown.
         Communication rows list each collective's time.
         """
+        import pandas as pd
+
         rows = []
         for phase, parts in (("prefill", self.prefill_parts), ("decode", self.decode_parts)):
             for cls, total in parts.op_total.items():
@@ -279,11 +288,11 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     Prediction
         Arrays in SI units; ``fits`` flags operating points that do not fit in memory.
     """
-    sm = step_model or StepModel(model, hardware, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
-                                 moe_tp=moe_tp, weights=weights, activations=activations,
-                                 kv_cache=kv_cache, efficiency=efficiency, reserve=reserve,
-                                 expert_imbalance=expert_imbalance, kv_host_fraction=kv_host_fraction,
-                                 kv_host_overlap=kv_host_overlap)
+    sm = step_model or cached_step_model(model, hardware, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
+                                         moe_tp=moe_tp, weights=weights, activations=activations,
+                                         kv_cache=kv_cache, efficiency=efficiency, reserve=reserve,
+                                         expert_imbalance=expert_imbalance, kv_host_fraction=kv_host_fraction,
+                                         kv_host_overlap=kv_host_overlap)
     b = _positive_array("batch", batch)
     i = _positive_array("isl", isl)
     o = _positive_array("osl", osl)

@@ -124,7 +124,8 @@ class StepBreakdown:
             # in place only when shapes already agree (ops may broadcast to a larger shape)
             if acc is None:
                 acc = t
-            elif acc.shape == np.broadcast_shapes(acc.shape, np.shape(t)) and acc.flags.writeable:
+            elif acc.flags.writeable and (np.shape(t) == acc.shape
+                                          or acc.shape == np.broadcast_shapes(acc.shape, np.shape(t))):
                 acc += t
             else:
                 acc = acc + t

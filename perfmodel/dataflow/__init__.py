@@ -5,10 +5,17 @@ memory by tier, sharded tables, explicit spill), :mod:`.step` (pipelined decode 
 kernel-launch terms), :mod:`.layout` (fastest layout for a chip count).
 """
 
-from .arch import DataflowArch, is_dataflow, list_archs, load_arch
-from .layout import best_layout, search_layouts
-from .memory import ChipMemory, chip_memory
-from .step import DataflowModel, DataflowPrediction, predict_dataflow
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from .arch import DataflowArch, is_dataflow, list_archs, load_arch
+    from .layout import best_layout, search_layouts
+    from .memory import ChipMemory, chip_memory
+    from .step import DataflowModel, DataflowPrediction, predict_dataflow
 
 __all__ = ["ChipMemory", "DataflowArch", "DataflowModel", "DataflowPrediction", "best_layout", "chip_memory",
            "is_dataflow", "list_archs", "load_arch", "predict_dataflow", "search_layouts"]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -7,17 +7,22 @@ see whether an attention–FFN split pays (:func:`offload_analysis`) and how TP/
 ``docs/placement.md``.
 """
 
-from .disagg import PDBalance, kv_transfer_time, pd_balance
-from .load import load_deployment
-from .lpu_memory import min_devices_for_weights, part_weight_bytes
-from .offload import OffloadAnalysis, offload_analysis
-from .plan import DeploymentPlan
-from .power import PoolPower, pool_power
-from .predict import predict_deployment
-from .result import DeploymentPrediction, PoolResult
-from .scaling import scaling_curve
-from .schema import Deployment, LinkSpec, Options, PlacementSpec, PoolSpec, PrecisionSpec
-from .split import ExchangeLink, exchange_message, pipelined_layers_time, split_step
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from .disagg import PDBalance, kv_transfer_time, pd_balance
+    from .load import load_deployment
+    from .lpu_memory import min_devices_for_weights, part_weight_bytes
+    from .offload import OffloadAnalysis, offload_analysis
+    from .plan import DeploymentPlan
+    from .power import PoolPower, pool_power
+    from .predict import predict_deployment
+    from .result import DeploymentPrediction, PoolResult
+    from .scaling import scaling_curve
+    from .schema import Deployment, LinkSpec, Options, PlacementSpec, PoolSpec, PrecisionSpec
+    from .split import ExchangeLink, exchange_message, pipelined_layers_time, split_step
 
 __all__ = [
     "Deployment", "DeploymentPlan", "DeploymentPrediction", "ExchangeLink", "LinkSpec", "OffloadAnalysis",
@@ -26,3 +31,5 @@ __all__ = [
     "offload_analysis", "part_weight_bytes", "pd_balance", "pipelined_layers_time", "pool_power",
     "predict_deployment", "scaling_curve", "split_step",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

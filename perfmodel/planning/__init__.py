@@ -5,29 +5,34 @@ Layer 3 of perfmodel (composers over :func:`perfmodel.predict`, :mod:`perfmodel.
 vendor-claim analysis.
 """
 
-from .claims import Claim, ClaimCheck, check_claim, list_claims, load_claim
-from .cost import (
-    PowerBasis,
-    TotalCost,
-    power_basis,
-    tokens_per_s_per_mw,
-    usd,
-    usd_per_hour,
-    usd_per_million_tokens,
-)
-from .crossover import (
-    agent_chain,
-    chain_time,
-    completion_time,
-    max_concurrency_for_speed,
-    output_crossover,
-    prefill_bottleneck_isl,
-)
-from .executor import map_tasks, serving_sweep
-from .pareto import AXIS_LABELS, axis_label, pareto_front, pareto_mask, plot_fronts, plot_pareto
-from .plan import Candidate, PlanResult, enumerate_candidates, plan
-from .sweep import COLUMNS as SWEEP_COLUMNS
-from .sweep import sweep, sweep_deployments
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from .claims import Claim, ClaimCheck, check_claim, list_claims, load_claim
+    from .cost import (
+        PowerBasis,
+        TotalCost,
+        power_basis,
+        tokens_per_s_per_mw,
+        usd,
+        usd_per_hour,
+        usd_per_million_tokens,
+    )
+    from .crossover import (
+        agent_chain,
+        chain_time,
+        completion_time,
+        max_concurrency_for_speed,
+        output_crossover,
+        prefill_bottleneck_isl,
+    )
+    from .executor import map_tasks, serving_sweep
+    from .pareto import AXIS_LABELS, axis_label, pareto_front, pareto_mask, plot_fronts, plot_pareto
+    from .plan import Candidate, PlanResult, enumerate_candidates, plan
+    from .sweep import COLUMNS as SWEEP_COLUMNS
+    from .sweep import sweep, sweep_deployments
 
 __all__ = [
     "AXIS_LABELS", "Candidate", "Claim", "ClaimCheck", "PlanResult", "PowerBasis", "SWEEP_COLUMNS", "TotalCost", "agent_chain",
@@ -36,3 +41,5 @@ __all__ = [
     "plot_pareto", "power_basis", "prefill_bottleneck_isl", "serving_sweep", "sweep", "sweep_deployments", "tokens_per_s_per_mw",
     "usd", "usd_per_hour", "usd_per_million_tokens",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

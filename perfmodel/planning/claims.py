@@ -37,7 +37,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scipy.optimize import brentq
 
 from ..errors import ConfigError, SpecError, unknown_name
 from ..hardware.registry import read_yaml
@@ -340,6 +339,8 @@ def _solve(ev: _Evaluator, u: Unknown, xs: list[Any], rs: list[float], goal: flo
         out["finding"] = (f"claim met with {u.name} in {meets}" if meets
                           else f"no listed value of {u.name} reaches the claim (ratio {span[0]:.3g}-{span[1]:.3g})")
         return out
+    from scipy.optimize import brentq  # imported on use: keeps the import of perfmodel.planning light
+
     def g(r: float) -> float:  # an unreachable baseline gives inf: clip so that brentq can bracket it
         return float(min(r, 1e12) - goal)
 

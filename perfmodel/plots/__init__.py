@@ -17,15 +17,22 @@ function                    shows
 ==========================  =======================================================================
 """
 
-from .breakdown import breakdown_parts, latency_breakdown
-from .curves import completion_time, pareto_front, pareto_mask, predicted_vs_measured, slo_vs_load
-from .demo import demo_figures, metric_vs_batch
-from .memory import memory_budget, memory_table
-from .roofline import phase_ops, phase_shape, roofline_chart
-from .style import column_label, has_unit
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from .breakdown import breakdown_parts, latency_breakdown
+    from .curves import completion_time, pareto_front, pareto_mask, predicted_vs_measured, slo_vs_load
+    from .demo import demo_figures, metric_vs_batch
+    from .memory import memory_budget, memory_table
+    from .roofline import phase_ops, phase_shape, roofline_chart
+    from .style import column_label, has_unit
 
 __all__ = [
     "breakdown_parts", "column_label", "completion_time", "demo_figures", "has_unit", "latency_breakdown",
     "memory_budget", "memory_table", "metric_vs_batch", "pareto_front", "pareto_mask", "phase_ops",
     "phase_shape", "predicted_vs_measured", "roofline_chart", "slo_vs_load",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

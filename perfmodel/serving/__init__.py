@@ -10,17 +10,24 @@
 See ``docs/serving.md`` for the definitions, the scheduler model and the engine presets.
 """
 
-from .engine import EngineProfile, list_engines, load_engine
-from .protocol import StepModelLike
-from .result import SimulationResult
-from .search import LoadSearch, max_load
-from .simulator import Disaggregated, simulate
-from .steady_disagg import steady_state_disagg
-from .steady_state import steady_state
-from .workload import SLO, Workload, load_workload
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from .engine import EngineProfile, list_engines, load_engine
+    from .protocol import StepModelLike
+    from .result import SimulationResult
+    from .search import LoadSearch, max_load
+    from .simulator import Disaggregated, simulate
+    from .steady_disagg import steady_state_disagg
+    from .steady_state import steady_state
+    from .workload import SLO, Workload, load_workload
 
 __all__ = [
     "SLO", "Disaggregated", "EngineProfile", "LoadSearch", "SimulationResult", "StepModelLike", "Workload",
     "list_engines", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
     "steady_state_disagg",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

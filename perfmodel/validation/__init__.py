@@ -16,12 +16,19 @@ Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> d
 (entry points), :mod:`~perfmodel.validation.report` (tables and figures).
 """
 
-from ..engine.calibration import EngineCalibration, load_profile
-from .data import shipped_path
-from .importers import MeasuredDeployment, import_results
-from .run import ValidationRun, detect_kind, validate_file, validate_serving
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
+    from ..engine.calibration import EngineCalibration, load_profile
+    from .data import shipped_path
+    from .importers import MeasuredDeployment, import_results
+    from .run import ValidationRun, detect_kind, validate_file, validate_serving
 
 __all__ = [
     "EngineCalibration", "MeasuredDeployment", "ValidationRun", "detect_kind", "import_results",
     "load_profile", "shipped_path", "validate_file", "validate_serving",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,0 +1,72 @@
+"""Reuse of :class:`~perfmodel.core.step.StepModel` objects between calls with the same arguments.
+
+Building a StepModel resolves the model and hardware, the parallel layout, the formats and the
+efficiency profile; a scalar :func:`~perfmodel.predict` spends a noticeable share of its time there.
+:func:`cached_step_model` keeps the most recently used ones (at most :data:`MAX_ENTRIES`).
+
+The key cannot go stale: the model and hardware are resolved first (a shipped id gives the same
+immutable spec object on every call; a file is read again and gives a new object, hence a new key)
+and keyed by object identity, with the objects held by the entry so that their identities are not
+reused; any other argument that is not a number, a string or None (an
+:class:`~perfmodel.core.efficiency.Efficiency`) is keyed the same way. Specs and profiles are frozen
+and a StepModel is not changed after construction, so a cached one gives the answers a new one would.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from ..hardware import load_accelerator
+from ..modelspec import load_model
+from .step import StepModel
+
+#: Most StepModels kept (least recently used dropped first).
+MAX_ENTRIES = 64
+
+_entries: OrderedDict[tuple, tuple[tuple, StepModel]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _key(value: Any) -> tuple[str, Any]:
+    """Strings, numbers and None by type and value (``tp=2.0`` is not ``tp=2``), anything else by identity."""
+    if value is None or isinstance(value, (str, int, float)):
+        return type(value).__name__, value
+    return "id", id(value)
+
+
+def cached_step_model(model, hardware, **options: Any) -> StepModel:
+    """A :class:`StepModel` for these arguments, built once and reused while it stays in the cache.
+
+    Parameters
+    ----------
+    model, hardware
+        As for :class:`StepModel`; resolved first and keyed by the identity of the spec objects.
+    **options
+        The other keyword arguments of :class:`StepModel`.
+
+    Returns
+    -------
+    StepModel
+        Shared between calls with equal arguments: do not modify it.
+    """
+    model_spec, accelerator = load_model(model), load_accelerator(hardware)
+    key = (id(model_spec), id(accelerator), *((name, _key(v)) for name, v in sorted(options.items())))
+    with _lock:
+        entry = _entries.get(key)
+        if entry is not None:
+            _entries.move_to_end(key)
+            return entry[1]
+    sm = StepModel(model_spec, accelerator, **options)
+    with _lock:  # the entry holds what is keyed by identity, so that no identity is reused meanwhile
+        _entries[key] = ((model_spec, accelerator, tuple(options.values())), sm)
+        while len(_entries) > MAX_ENTRIES:
+            _entries.popitem(last=False)
+    return sm
+
+
+def clear() -> None:
+    """Drop every cached StepModel."""
+    with _lock:
+        _entries.clear()

@@ -1,0 +1,59 @@
+"""The StepModel cache behind ``predict`` (perfmodel.core.step_cache): reuse without stale answers."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.core import step_cache
+from perfmodel.testing import make_accelerator
+
+
+def test_equal_arguments_reuse_one_step_model_and_give_the_uncached_answer():
+    a = step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=1, weights="fp8")
+    b = step_cache.cached_step_model("llama-3.1-8b", "H100", tp=1, weights="fp8")  # alias: same spec object
+    assert a is b
+    assert step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=2, weights="fp8") is not a
+    fresh = pm.StepModel("llama-3.1-8b", "h100-sxm", tp=1, weights="fp8")
+    cached = pm.predict("llama-3.1-8b", "h100-sxm", tp=1, weights="fp8", isl=2048, osl=256, batch=[1, 8])
+    direct = pm.predict(None, None, isl=2048, osl=256, batch=[1, 8], step_model=fresh)
+    for field in ("ttft_s", "tpot_s", "e2e_s", "memory_used_bytes_per_device"):
+        np.testing.assert_array_equal(getattr(cached, field), getattr(direct, field))
+
+
+def test_a_number_of_another_type_is_another_key():
+    """``tp=2.0`` and ``tp=True`` are refused as without a cache, though ``tp=2`` and ``tp=1`` are cached."""
+    step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=2)
+    step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=1)
+    with pytest.raises(pm.ConfigError, match="tp: must be a positive integer, got 2.0"):
+        pm.predict("llama-3.1-8b", "h100-sxm", tp=2.0)
+    with pytest.raises(pm.ConfigError, match="tp: must be a positive integer, got True"):
+        pm.predict("llama-3.1-8b", "h100-sxm", tp=True)
+
+
+def test_a_model_file_edited_between_calls_is_read_again(tmp_path):
+    data = json.loads(resources.files("perfmodel").joinpath("data/models/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    first = pm.predict(str(path), "h100-sxm", isl=1024, osl=128, batch=4)
+    data["config"]["num_hidden_layers"] = 16
+    path.write_text(json.dumps(data))
+    second = pm.predict(str(path), "h100-sxm", isl=1024, osl=128, batch=4)
+    assert float(second.tpot_s) < 0.75 * float(first.tpot_s)
+
+
+def test_objects_are_keyed_by_identity_and_the_cache_is_bounded():
+    gpu = make_accelerator()
+    assert step_cache.cached_step_model("llama-3.1-8b", gpu) is step_cache.cached_step_model("llama-3.1-8b", gpu)
+    other = make_accelerator(bandwidth="4 TB/s")
+    faster = step_cache.cached_step_model("llama-3.1-8b", other)
+    assert faster.bandwidth == 2 * step_cache.cached_step_model("llama-3.1-8b", gpu).bandwidth
+    for k in range(step_cache.MAX_ENTRIES + 5):
+        step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", reserve=0.01 * (k % 90))
+    assert len(step_cache._entries) == step_cache.MAX_ENTRIES
+    step_cache.clear()
+    assert not step_cache._entries
