@@ -70,7 +70,7 @@ def test_disaggregated_rows_with_worker_counts_are_predicted(public):
 
 
 def test_kv_transfer_time_by_hand():
-    from perfmodel.validation.predict_disagg import kv_transfer_time
+    from perfmodel.deployment.disagg import request_kv_transfer_time as kv_transfer_time
     from perfmodel.validation.stepmodels import StepModelCache
 
     cache = StepModelCache("calibrated")

@@ -46,6 +46,7 @@ def register(sub) -> None:
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset; default none: "
                         "the bare kernel model")
     add_spec_decode_arg(p)
+    add_prefix_hit_arg(p)
     p.add_argument("--devices", type=int, default=None,
                    help="chips to use: pick the fastest layout (tp, pp, replicas) that fits and print it "
                         "(overrides --tp/--pp)")
