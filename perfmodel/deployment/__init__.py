@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
     from .load import load_deployment
     from .lpu_memory import min_devices_for_weights, part_weight_bytes
     from .offload import OffloadAnalysis, offload_analysis
-    from .plan import DeploymentPlan
+    from .placement import DeploymentPlan
     from .power import PoolPower, pool_power
     from .predict import predict_deployment
     from .result import DeploymentPrediction, PoolResult

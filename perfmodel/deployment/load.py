@@ -72,7 +72,7 @@ def load_deployment(source: str | Path | dict[str, Any] | Deployment, check: boo
         except ValidationError as exc:
             raise SpecError(f"{origin}: " + format_validation_error(exc, Deployment)) from None
     if check:
-        from .plan import DeploymentPlan
+        from .placement import DeploymentPlan
 
         DeploymentPlan(dep)
     return dep

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from .disagg import kv_transfer_time
 from .load import load_deployment
 from .lpu_memory import ffn_pool_memory, ffn_weight_bytes_per_device
-from .plan import DeploymentPlan
+from .placement import DeploymentPlan
 from .power import total_power
 from .result import DeploymentPrediction, PoolResult
 from .split import micro_batch_count, split_step

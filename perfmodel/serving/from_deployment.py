@@ -36,7 +36,7 @@ def pools_from_deployment(source: str | Path | Any) -> tuple[Any, int]:
                           "(perfmodel.deployment is missing); use --model/--hardware/--tp") from None
     dep = load_deployment(source)
     try:
-        from ..deployment.plan import DeploymentPlan
+        from ..deployment.placement import DeploymentPlan
     except ImportError:
         raise ConfigError("--deployment: this version of perfmodel.deployment has no DeploymentPlan; "
                           "the serving simulator cannot read its pools") from None
