@@ -956,6 +956,7 @@ NB04 = [
     %matplotlib inline
 
     import matplotlib.pyplot as plt
+    import numpy as np
     import pandas as pd
 
     import perfmodel as pm
@@ -1120,6 +1121,61 @@ NB04 = [
     print(f"throughput {s['throughput_rps']:.2f} req/s, goodput {s['goodput_rps']:.2f} req/s, "
           f"attainment {s['slo_attainment']:.1%}")
     assert s["cancelled"] > 0 and s["goodput_rps"] < s["throughput_rps"]
+    """),
+    md("""
+    ## Speculative decoding: where it stops paying
+
+    An engine can carry speculative decoding (`Engine.load("vllm", spec_decode="eagle:k=3")`, or
+    `--spec-decode` on the command line). A step then drafts k tokens and verifies k + 1 per sequence in
+    one target forward; E tokens are accepted on average, so TPOT = step time / E. At batch 1 the verify
+    step costs about a decode step (weights dominate) and speculation pays nearly E×; as the batch grows
+    the verify step becomes compute-bound and the gain shrinks, then turns into a loss. Every serving
+    path uses the same step (`docs/speculative.md`).
+    """),
+    code("""
+    from perfmodel.engine.engine import Engine
+
+    plain, spec = Engine.load("vllm"), Engine.load("vllm", spec_decode="eagle:k=3")
+    batches = [1, 4, 16, 64, 256, 512]
+    tp_plain = pm.predict("llama-3.1-8b", "h100-sxm", isl=2048, osl=256, batch=batches, step_model=sm,
+                          engine=plain).tpot_s
+    tp_spec = pm.predict("llama-3.1-8b", "h100-sxm", isl=2048, osl=256, batch=batches, step_model=sm,
+                         engine=spec).tpot_s
+    sd = pd.DataFrame({"batch": batches, "TPOT plain [ms]": tp_plain * 1e3, "TPOT EAGLE k=3 [ms]": tp_spec * 1e3,
+                       "speed-up": tp_plain / tp_spec,
+                       "throughput plain [tok/s]": np.array(batches) / tp_plain,
+                       "throughput EAGLE [tok/s]": np.array(batches) / tp_spec})
+    print(spec.label)
+    sd.round(2)
+    """),
+    code("""
+    assert sd["speed-up"].iloc[0] > 1.5 and sd["speed-up"].iloc[-1] < sd["speed-up"].iloc[0]
+    """),
+    md("""
+    ## Prefix caching: TTFT against the hit rate under load
+
+    With a shared system prompt or a resent conversation, part of each prompt is already in the
+    engine's prefix cache: those tokens are attended but not computed. `prefix_hit_rate` (on a
+    workload, `steady_state`, `predict(engine=...)`, `estimate` and `--prefix-hit-rate`) is the share of
+    each prompt found there; the cache's own capacity and eviction are not simulated yet.
+    """),
+    code("""
+    hits = [0.0, 0.25, 0.5, 0.75, 0.9]
+    rows = []
+    for h in hits:
+        ss = steady_state(sm, 32, 4096, 256, engine="vllm", prefix_hit_rate=h)
+        w = Workload.fixed(4096, 256, concurrency=32, ramp_up=float(ss.e2e_s), prefix_hit_rate=h)
+        r = simulate(sm, w, engine="vllm", requests=640, seed=1).summary(warmup=0.3)
+        rows.append({"hit rate": h, "TTFT steady state [ms]": float(ss.ttft_s) * 1e3,
+                     "TTFT simulated [ms]": r["ttft_mean_s"] * 1e3, "TPOT simulated [ms]": r["tpot_mean_s"] * 1e3})
+    pc = pd.DataFrame(rows)
+    ax = pc.plot(x="hit rate", y=["TTFT steady state [ms]", "TTFT simulated [ms]"], marker="o",
+                 title="Llama-3.1-8B, 1x H100, vLLM (fitted), 4096/256, 32 clients")
+    ax.set_ylabel("mean TTFT [ms]")
+    pc.round(1)
+    """),
+    code("""
+    assert pc["TTFT simulated [ms]"].is_monotonic_decreasing
     """),
     md("""
     ## What to take away
