@@ -35,8 +35,10 @@ from perfmodel.validation.run import detect_kind, serving_problem, validate_file
 TRAIN_LIMITS = {"tpot": {"median_abs_pct_error": 12.5, "p90_abs_pct_error": 39.5},
                 "ttft": {"median_abs_pct_error": 27.5, "p90_abs_pct_error": 86.0}}
 #: Current cross-validated errors stored in the shipped engine profile + margin [%].
-CV_LIMITS = {"tpot": {"median_abs_pct_error": 12.5, "p90_abs_pct_error": 37.0},
-             "ttft": {"median_abs_pct_error": 28.0, "p90_abs_pct_error": 88.0}}
+#: 2026-12-01: 2,030 scored rows (211 newly predictable Qwen3.5 / GLM-5 / uneven-TP DeepSeek-R1 rows,
+#: predicted poorly) give 12.4 / 37.4 % TPOT and 27.4 / 81.7 % TTFT.
+CV_LIMITS = {"tpot": {"median_abs_pct_error": 13.0, "p90_abs_pct_error": 38.5},
+             "ttft": {"median_abs_pct_error": 28.5, "p90_abs_pct_error": 84.0}}
 #: Published static-batch rows (calibrated per-op profile), current + margin [%].
 PUBLISHED_LIMITS = {"ttft": 19.5, "batch_latency": 11.0}
 
