@@ -282,9 +282,15 @@ def cli_md() -> str:
     try:
         commands = _subcommands(build_parser(), "perfmodel")
         out = [HEADER + "# Command line\n",
-               "`perfmodel` is installed with the package (`python -m perfmodel` works too). Errors in "
-               "inputs are printed as one line naming the field and exit with status 2. The help text "
+               "`perfmodel` is installed with the package (`python -m perfmodel` works too). The help text "
                "below is generated from the parser, so it matches the installed version.\n",
+               "**Errors and exit codes.** No command prints a Python traceback. Exit status 0: success; "
+               "1: nothing to do (help printed) or a check failed (e.g. no feasible point); 2: bad input "
+               "(a flag, a file or a deployment that cannot exist) or a file that cannot be read or "
+               "written, printed as one line `perfmodel COMMAND: error: ...` naming the field, the value "
+               "and what is allowed; 3: an unexpected internal error (a bug), printed as one line with the "
+               "exception and where it happened. `perfmodel --debug COMMAND ...` shows the traceback of "
+               "an unexpected error instead, for bug reports.\n",
                "Commands: " + ", ".join(f"[`{name}`](#{name.replace(' ', '-')})" for name, _ in commands[1:])
                + ".\n"]
         for name, parser in commands:
