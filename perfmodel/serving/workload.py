@@ -18,9 +18,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from ..errors import SpecError
+from ..fileio import read_csv
 from ..hardware.registry import read_yaml
 from ..units import to_si
-from ._spec import Strict, optional_seconds, seconds, validate
+from ._spec import Strict, optional_seconds, seconds, validate, validate_file
 
 # ----------------------------------------------------------------------------------------------
 # length distributions
@@ -354,7 +355,7 @@ def load_workload(path_or_spec: str | Path | dict | Workload) -> Workload:
     data = read_yaml(path)
     if isinstance(data, dict):
         data = {**data, "base_dir": str(path.resolve().parent)}
-    return validate(Workload, data, str(path))
+    return validate_file(Workload, data, str(path))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -370,23 +371,19 @@ def _trace_path(w: Workload) -> Path:
 
 def read_trace(w: Workload) -> dict[str, np.ndarray]:
     """Read the trace CSV of ``w``: ``arrival_s`` sorted and rebased to 0, optional length columns."""
-    import pandas as pd
-
     path = _trace_path(w)
     try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise SpecError(f"arrival.trace: file {str(path)!r} not found") from None
-    if "arrival_s" not in df.columns:
-        raise SpecError(f"arrival.trace: {str(path)!r} needs a column 'arrival_s' [s]; "
-                        f"found {', '.join(map(str, df.columns))}")
+        df = read_csv(path, "trace CSV", required=("arrival_s",),
+                      numeric=("arrival_s", "isl", "osl", "reasoning_tokens"))
+    except SpecError as exc:
+        raise SpecError(f"arrival.trace: {exc} (the trace needs a column 'arrival_s' [s])") from None
     order = np.argsort(df["arrival_s"].to_numpy(float), kind="stable")
     out = {}
     for col in ("arrival_s", "isl", "osl", "reasoning_tokens"):
         if col in df.columns:
             v = df[col].to_numpy()[order]
             if not np.all(np.isfinite(v.astype(float))) or np.any(v.astype(float) < 0):
-                raise SpecError(f"arrival.trace: column {col!r} must be finite and >= 0")
+                raise SpecError(f"arrival.trace: {path}: column {col!r} must be finite and >= 0")
             out[col] = v.astype(float if col == "arrival_s" else np.int64)
     out["arrival_s"] = (out["arrival_s"] - out["arrival_s"][0]) * w.arrival.time_scale
     return out
