@@ -19,7 +19,7 @@ from typing import Any
 
 import pint
 
-from .errors import UnitError
+from .errors import UnitError, unknown_name
 
 # A small registry built from scratch: pint's default one makes ``bit`` dimensionless (so "4.8 TB"
 # would pass where a plain number is expected, and B/s would equal Hz) and reads "Gb" as gilbert.
@@ -156,6 +156,8 @@ def to_si(value: Any, dimension: str, field: str = "value") -> float:
         Unparseable text, wrong dimension, or a non-finite or negative value; inside
         :func:`units_required`, a non-zero bare number for a dimensioned quantity.
     """
+    if dimension not in DIMENSIONS:
+        raise unknown_name("dimension", str(dimension), DIMENSIONS)
     unit, desc = DIMENSIONS[dimension]
     if isinstance(value, bool):
         raise UnitError(f"{field}: expected {desc}, got boolean {value!r}")

@@ -41,7 +41,7 @@ def _catalogue() -> tuple[dict[str, HardwareSpec], dict[str, str]]:
     specs: dict[str, HardwareSpec] = {}
     aliases: dict[str, str] = {}
     for name, text in _shipped_files():
-        spec = parse_spec(read_yaml(f"hardware_specs/{name}", text), f"hardware_specs/{name}")
+        spec = parse_spec(read_yaml(f"hardware_specs/{name}", text), f"hardware_specs/{name}", from_file=True)
         if spec.id in specs:
             raise SpecError(f"hardware_specs/{name}: duplicate id {spec.id!r}")
         specs[spec.id] = spec
@@ -100,7 +100,7 @@ def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = No
     if isinstance(name_or_path, (Accelerator, Link, System)):
         spec = name_or_path
     elif isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
-        spec = parse_spec(read_yaml(name_or_path), str(name_or_path))
+        spec = parse_spec(read_yaml(name_or_path), str(name_or_path), from_file=True)
         _remember(spec)
     else:
         specs, aliases = _catalogue()

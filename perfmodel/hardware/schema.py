@@ -330,11 +330,12 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, Figure]]:
             yield from _walk(item, f"{path}.{key}")
 
 
-def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
+def parse_spec(data: Any, origin: str = "<spec>", from_file: bool = False) -> HardwareSpec:
     """Validate a mapping (from YAML) into a hardware spec, with readable errors.
 
-    Every quantity needs its unit (``capacity: 80`` is refused: 80 what?) unless the mapping has
-    ``units: si`` (then bare numbers are in SI base units, as ``hardware show --format json`` prints).
+    With ``from_file`` (the content of a YAML file) every quantity needs its unit (``capacity: 80``
+    is refused: 80 what?) unless the mapping has ``units: si`` (then bare numbers are in SI base
+    units, as ``hardware show --format json`` prints them). From Python, bare numbers are SI.
 
     Raises
     ------
@@ -359,7 +360,7 @@ def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
                         f"`hardware show --format json` prints them) or no 'units' key, got {units!r}")
     try:
         # quantities need their unit ('80 GB'), unless the file declares 'units: si'
-        with nullcontext() if units == "si" else units_required():
+        with units_required() if from_file and units != "si" else nullcontext():
             return KINDS[kind].model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{origin}: " + format_validation_error(exc, KINDS[kind])) from None
@@ -446,6 +447,9 @@ def format_validation_error(exc: Any, model: type[BaseModel] | None = None) -> s
             msg = f"{msg}; got {_short(err.get('input'))}"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] not in ("value_error", "assertion_error") and "input" in err \
+                and not isinstance(err["input"], (dict, list)):
+            msg = f"{msg}; got {_short(err['input'])}"  # name the offending value
         # our unit errors already start with "value: "; keep the field path instead
         msg = msg.removeprefix("value: ")
         lines.append(f"{loc}: {msg}" if loc else msg)

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from ..errors import SpecError
+from ..errors import ConfigError, SpecError
 from ..fileio import read_csv
 from ..hardware.registry import read_yaml
 from ..units import to_si
@@ -73,6 +73,12 @@ class LogNormal(Strict):
     sigma: float = Field(ge=0)
     min: int = Field(default=1, ge=0)
     max: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _order(self) -> LogNormal:
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be >= min ({self.min})")
+        return self
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         mu = np.log(self.mean) - 0.5 * self.sigma ** 2
@@ -360,6 +366,36 @@ def load_workload(path_or_spec: str | Path | dict | Workload) -> Workload:
 
 # ----------------------------------------------------------------------------------------------
 # sampling
+
+
+def shortest(d: Any) -> int:
+    """Smallest length a distribution can draw [tokens]."""
+    for attr in ("value", "low", "min"):
+        v = getattr(d, attr, None)
+        if v is not None:
+            return int(v)
+    return int(min(d.values))
+
+
+def check_context(w: Workload, model: Any) -> None:
+    """Refuse a workload none of whose requests fits the model's declared context.
+
+    The shortest possible request needs ``isl + reasoning + osl - 1`` tokens of context; if even that
+    exceeds ``model.max_position_embeddings`` every request would be refused.
+
+    Raises
+    ------
+    ConfigError
+        Names the shortest request and the model's limit.
+    """
+    limit = getattr(model, "max_position_embeddings", None)
+    if not limit or w.arrival.process == "trace":
+        return
+    need = shortest(w.isl) + shortest(w.reasoning_tokens) + shortest(w.osl) - 1
+    if need > limit:
+        raise ConfigError(f"isl + osl: every request of workload {w.name!r} needs at least {need} tokens of "
+                          f"context (isl {shortest(w.isl)}, reasoning {shortest(w.reasoning_tokens)}, osl "
+                          f"{shortest(w.osl)}), more than {model.id}'s {limit} (max_position_embeddings)")
 
 
 def _trace_path(w: Workload) -> Path:
