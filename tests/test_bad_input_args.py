@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import perfmodel as pm
 from perfmodel import checks
@@ -141,6 +143,11 @@ CLI_CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
         ("--utilisation", "1.5"), ("--utilisation", "0"), ("--utilisation", "-0.5"), ("--rate", "0"),
         ("--rate", "-1"), ("--rate", "nan"), ("--target", "1.5"), ("--target", "0"), ("--isl", "0"),
         ("--requests", "0"), ("--max-replicas", "0"), ("--seed", "-1"), ("--tp", "1,x"), ("--tp", "0"))],
+    ("plan-context", _with(PL, "--isl", "10000000"), 2, ("10000009", "131072")),
+    ("plan-nothing-feasible", _with(_with(PL, "--model", "llama-3.1-405b"), "--hardware", "a100-sxm"), 1,
+     ("no operating point", "811.7 GB")),
+    ("max-load-context", _with(M, "--isl", "10000000"), 2, ("10000009", "131072")),
+    ("estimate-context", _with(E, "--isl", "10000000"), 2, ("10000010", "131072")),
     ("plan-objective", _with(PL, "--objective", "speed"), 2, ("--objective", "speed")),
     ("plan-no-slo", [a for a in PL if a not in ("--slo-ttft", "2s")], 2, ("--slo-ttft",)),
     ("plan-hardware", _with(PL, "--hardware", "h100-sxn"), 2, ("h100-sxn",)),
@@ -304,3 +311,29 @@ def test_checks_accept_what_they_should():
     assert checks.real(0.5, "share", 0, 1) == 0.5 and checks.real(INF, "x", allow_inf=True) == INF
     assert math.isinf(checks.reals([1.0, INF], "bandwidth", 0, allow_inf=True)[1])
     assert checks.choice("ffn", "part", ["ffn", "all"]) == "ffn"
+
+
+# ---------------------------------------------------------------------------------------- fuzzing
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                 st.text(max_size=8), st.lists(st.integers(-5, 5), max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ANY)
+def test_fuzz_count_accepts_only_counts(value):
+    try:
+        got = checks.count(value, "batch")
+    except ConfigError as exc:
+        assert str(exc).startswith("batch: must be a whole number in [1, 2147483647], got ")
+    else:
+        assert isinstance(got, int) and 1 <= got <= checks.MAX_COUNT and got == value
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet="0123456789-.,eEnaifx ", min_size=1, max_size=12))
+def test_fuzz_predict_batch_flag(capsys, text):
+    code, out = _run([*P, f"--batch={text}"], capsys)
+    assert code in (0, 1, 2) and "Traceback" not in out and "internal error" not in out  # 1: does not fit
+    if code == 2:
+        assert "--batch" in out.strip().splitlines()[-1]

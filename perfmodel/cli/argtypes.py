@@ -91,10 +91,13 @@ def refuse_with_deployment(args: argparse.Namespace) -> None:
                           f"drop {', '.join(given)} (or drop --deployment)")
 
 
-def no_feasible_point(command: str, unfit: Sequence[dict], total: int) -> int:
-    """Exit status of a command whose points may not fit: 1 (with one line why) when none fits, else 0."""
+def no_feasible_point(command: str, unfit: Sequence[dict], total: int, why: str = "fit_reason") -> int:
+    """Exit status of a command whose points may not fit: 1 (with one line why) when none fits, else 0.
+
+    ``why`` is the key of each unfit record that holds its reason.
+    """
     if total and len(unfit) == total:
-        reasons = sorted({str(r.get("fit_reason") or "does not fit") for r in unfit})
+        reasons = sorted({str(r.get(why) or "does not fit") for r in unfit})
         print(f"perfmodel {command}: no operating point asked for is feasible: {'; '.join(reasons)}",
               file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .argtypes import FRACTION, POSITIVE, POSITIVE_REAL, SEED, count, count_list
+from .argtypes import FRACTION, POSITIVE, POSITIVE_REAL, SEED, count, count_list, no_feasible_point
 from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
 
 
@@ -87,8 +87,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..hardware import load_hardware
+    from ..modelspec import load_model
     from ..planning.plan import plan
     from ..serving import SLO, Workload
+    from ..serving.workload import check_context
 
     limits = {k: v for k, v in (("ttft", args.slo_ttft), ("tpot", args.slo_tpot), ("e2e", args.slo_e2e)) if v}
     if not limits:
@@ -96,6 +98,7 @@ def run(args) -> int:
     tps = list(args.tp)
     slo = SLO(**limits, target=args.target)
     workload = Workload.fixed(args.isl, args.osl, rate=args.rate)
+    check_context(workload, load_model(args.model))
     print_notes(*(checkpoint_note(args.model, w) for w in args.precision))
     # resolve names and files once, before the prices that may name a file's hardware by its id
     hardware = [load_hardware(h) for h in args.hardware]
@@ -104,9 +107,10 @@ def run(args) -> int:
                   idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider)
+    status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     if args.format == "json":
         print_json({**result.as_dict(), "note": engine_note(args.engine)})
-        return 0
+        return status
     i = result.inputs
     print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
           f"{', '.join(f'{k} < {v:g} s' for k, v in i['slo'].items())} for {i['target']:.0%} of requests; "
@@ -121,7 +125,7 @@ def run(args) -> int:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
     print(f"note: {engine_note(args.engine)}")
-    return 0
+    return status
 
 
 def _list_price_line(row: dict) -> str:
