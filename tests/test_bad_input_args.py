@@ -241,6 +241,8 @@ API_CASES: list[tuple[str, Any, type[Exception], tuple[str, ...]]] = [
     *[(f"steady-{k}-{v!r}", lambda k=k, v=v: _steady(**{k: v}), ConfigError, (k,)) for k, v in (
         ("concurrency", [0]), ("concurrency", -1), ("concurrency", NAN), ("concurrency", "x"), ("isl", -1),
         ("isl", 0), ("osl", NAN), ("osl", [[1], [2, 3]]), ("think_time", -1), ("think_time", INF))],
+    *[(f"summary-warmup-{v!r}", lambda v=v: _simulate().summary(warmup=v), ConfigError, ("warmup", repr(v)))
+      for v in (1.0, -0.5, NAN, "half")],
     ("message-time-size", lambda: message_time(-1e6, 1e9, 1e-6), ConfigError, ("size", "-1000000")),
     ("message-time-bandwidth", lambda: message_time(1e6, 0.0, 1e-6), ConfigError, ("bandwidth", "0.0")),
     ("message-time-alpha", lambda: message_time(1e6, 1e9, -1e-6), ConfigError, ("alpha", "-1e-06")),
@@ -303,6 +305,13 @@ def test_api_bad_argument(call, error, needles):
 def test_api_catalogue_is_large_and_distinct():
     names = [c[0] for c in API_CASES]
     assert len(names) == len(set(names)) and len(names) >= 100
+
+
+def test_summary_of_a_run_without_slo_has_no_nan():
+    s = _simulate(requests=20).summary()
+    assert s["completed"] == 20 and s["slo_attainment"] is None and s["goodput_rps"] is None
+    assert not [k for k, v in s.items() if isinstance(v, float) and math.isnan(v)]
+    assert "slo_attainment" not in repr(_simulate())  # not shown as 'nan' either
 
 
 def test_checks_accept_what_they_should():
