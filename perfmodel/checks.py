@@ -150,3 +150,12 @@ def choice(value: Any, field: str, allowed: Iterable[str]) -> str:
     if not isinstance(value, str) or value not in options:
         raise unknown_name(field, str(value), options)
     return value
+
+
+def broadcast(fields: str, *arrays: Any) -> list[np.ndarray]:
+    """numpy-broadcast ``arrays`` (copies), or a :class:`ConfigError` naming ``fields`` and the shapes."""
+    try:
+        return [np.array(a) for a in np.broadcast_arrays(*arrays)]
+    except ValueError:
+        shapes = ", ".join(str(np.shape(a)) for a in arrays)
+        raise ConfigError(f"{fields}: shapes {shapes} do not broadcast together") from None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..checks import MAX_COUNT, counts
+from ..checks import MAX_COUNT, broadcast, counts
 from ..errors import ConfigError
 from .memory import static_batch_budget
 from .ops import StepShape
@@ -311,11 +311,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     b = _positive_array("batch", batch)
     i = _positive_array("isl", isl)
     o = _positive_array("osl", osl)
-    try:
-        b, i, o = (np.array(x) for x in np.broadcast_arrays(b, i, o))
-    except ValueError:
-        raise ConfigError(f"batch, isl, osl: shapes {np.shape(b)}, {np.shape(i)}, {np.shape(o)} do not "
-                          f"broadcast together") from None
+    b, i, o = broadcast("batch, isl, osl", b, i, o)
     if not beyond_context:
         check_context(sm.model, i, o)
 
