@@ -134,7 +134,7 @@ CLI_CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
         ("--pp", "0"), ("--tp", "0"), ("--ep", "-1"), ("--dp-attention", "0"), ("--isl", "0"), ("--osl", "0"),
         ("--concurrency", "0"), ("--concurrency", "1,x"), ("--concurrency", "4,-4"), ("--prefill-workers", "0"),
         ("--decode-workers", "0"), ("--prefill-tp", "0"), ("--isl", BIG))],
-    ("estimate-engine", _with(E, "--engine", "tgi"), 2, ("--engine", "tgi")),
+    ("estimate-engine", _with(E, "--engine", "tgi"), 2, ("engine", "tgi", "vllm")),
     ("estimate-pool-flags-alone", _with(E, "--decode-workers", "2"), 2, ("--decode-workers",)),
     ("estimate-precision", _with(E, "--precision", "fp5"), 2, ("fp5",)),
     ("estimate-engines-profile", _with(E, "--engines", "nope"), 2, ("nope",)),

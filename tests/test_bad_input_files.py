@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from perfmodel.cli import main
 from perfmodel.deployment import load_deployment
+from perfmodel.engine.calibration import load_profile
 from perfmodel.errors import PerfmodelError, SpecError
 from perfmodel.fileio import read_csv, read_json, read_yaml
 from perfmodel.hardware import load_hardware
@@ -30,7 +31,6 @@ from perfmodel.modelspec import load_model
 from perfmodel.planning.claims import load_claim
 from perfmodel.serving import load_engine, load_workload
 from perfmodel.serving.workload import read_trace
-from perfmodel.validation.engines import load_profile
 from perfmodel.validation.importers import read_result
 from perfmodel.validation.run import validate_file
 
