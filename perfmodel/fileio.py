@@ -137,8 +137,10 @@ def read_yaml(path: str | Path, text: str | None = None, what: str = "YAML file"
         raise SpecError(f"{path}: YAML nested too deeply") from None
 
 
-def read_json(path: str | Path, text: str | None = None, what: str = "JSON file") -> Any:
-    """Parse JSON (``NaN``, ``Infinity``, out-of-range numbers and a duplicated key are errors).
+def read_json(path: str | Path, text: str | None = None, what: str = "JSON file", finite: bool = False) -> Any:
+    """Parse JSON; a duplicated key is an error, and with ``finite`` so are ``NaN``, ``Infinity`` and
+    numbers beyond float64 (HF ``config.json`` files use ``Infinity``, so it is allowed by default and
+    the fields that need finite numbers check them).
 
     Raises
     ------
@@ -161,14 +163,15 @@ def read_json(path: str | Path, text: str | None = None, what: str = "JSON file"
     def constant(name: str) -> Any:
         raise SpecError(f"{path}: {name} is not a JSON number; write a finite number")
 
-    def finite(literal: str) -> float:
+    def finite_float(literal: str) -> float:
         value = float(literal)
         if not math.isfinite(value):
             raise SpecError(f"{path}: the number {literal[:40]} is out of range (not a finite float64)")
         return value
 
+    checks = {"parse_constant": constant, "parse_float": finite_float} if finite else {}
     try:
-        return json.loads(text, object_pairs_hook=unique, parse_constant=constant, parse_float=finite)
+        return json.loads(text, object_pairs_hook=unique, **checks)
     except json.JSONDecodeError as exc:
         raise SpecError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
     except RecursionError:
