@@ -178,6 +178,8 @@ def spec_formats_md() -> str:
            "that names the closest allowed key, a number with the wrong dimension is an error naming the "
            "field. Quantities are strings with units (`\"141 GB\"`, `\"4.8 TB/s\"`, `\"989 TFLOP/s\"`, "
            "`\"10 us\"`), converted once to SI floats; `GB` is 10⁹ B and `GiB` 2³⁰ B, `Gb/s` is gigabits. "
+           "In a file a bare number for a quantity is an error (`capacity: 80`: 80 what?), except 0 and "
+           "in hardware files that declare `units: si`; a key repeated in one mapping is an error too. "
            "The tables below are generated from the models' JSON schemas (`Model.model_json_schema()`), "
            "so they match the code. Hardware files are described in [Hardware](hardware.md); "
            "the shipped figures are in the [hardware table](hardware-table.md).\n",
@@ -188,8 +190,8 @@ def spec_formats_md() -> str:
     out.append(summary + "\n")
     out.append("| field | description |\n|---|---|")
     out += [f"| `{k}` | {_cell(v)} |" for k, v in fields.items()]
-    out.append("\nA bare quantity string or number is accepted as a figure without provenance (user "
-               "files); shipped files give `source` for every figure (checked by the tests).\n")
+    out.append("\nA bare quantity string (`capacity: 80 GB`) is accepted as a figure without provenance "
+               "(user files); shipped files give `source` for every figure (checked by the tests).\n")
     done = {"Figure"}
     for title, cls in schemas:
         try:
