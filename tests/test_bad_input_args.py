@@ -8,6 +8,7 @@ that the message names the field and the value. Every case must answer within 2 
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from typing import Any
@@ -134,6 +135,8 @@ CLI_CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
         ("--pp", "0"), ("--tp", "0"), ("--ep", "-1"), ("--dp-attention", "0"), ("--isl", "0"), ("--osl", "0"),
         ("--concurrency", "0"), ("--concurrency", "1,x"), ("--concurrency", "4,-4"), ("--prefill-workers", "0"),
         ("--decode-workers", "0"), ("--prefill-tp", "0"), ("--isl", BIG))],
+    *[(f"estimate-rate-{v}", [*[a for a in E if a not in ("--concurrency", "4")], "--rate", v], 2, ("--rate", v))
+      for v in ("0", "inf", "nan", "1,x", "2,-1", "fast")],
     ("estimate-engine", _with(E, "--engine", "tgi"), 2, ("engine", "tgi", "vllm")),
     ("estimate-pool-flags-alone", _with(E, "--decode-workers", "2"), 2, ("--decode-workers",)),
     ("estimate-precision", _with(E, "--precision", "fp5"), 2, ("fp5",)),
@@ -350,3 +353,44 @@ def test_fuzz_predict_batch_flag(capsys, text):
     assert code in (0, 1, 2) and "Traceback" not in out and "internal error" not in out  # 1: does not fit
     if code == 2:
         assert "--batch" in out.strip().splitlines()[-1]
+
+
+def _typed_flags() -> list[tuple[str, str]]:
+    """(sub-command, --flag) for every flag of every command that converts its value."""
+    from perfmodel.cli import build_parser
+
+    out = []
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*prefix, name])
+            elif action.option_strings and action.type is not None:
+                out.append((" ".join(prefix), action.option_strings[-1]))
+    walk(build_parser(), [])
+    return out
+
+
+TYPED_FLAGS = _typed_flags()
+
+
+def test_every_command_checks_its_numeric_flags():
+    assert len(TYPED_FLAGS) >= 60
+    commands = {c for c, _ in TYPED_FLAGS}
+    assert {"predict", "simulate", "max-load", "estimate", "plan", "validate"} <= commands
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(TYPED_FLAGS), st.text(alphabet="0123456789-+.,eEnaifxNI _/smkGB", max_size=14))
+def test_fuzz_every_typed_flag_parses_or_names_itself(capsys, command_flag, text):
+    """Parsing only: a value either converts or argparse names the flag; never a traceback."""
+    from perfmodel.cli import build_parser
+
+    command, flag = command_flag
+    try:
+        build_parser().parse_args([*command.split(), f"{flag}={text}"])
+    except SystemExit as exc:
+        err = capsys.readouterr().err
+        assert exc.code == 2 and "Traceback" not in err, err
+        assert flag in err.strip().splitlines()[-1] or "required" in err, err

@@ -50,17 +50,24 @@ def real(lo: float | None = None, hi: float | None = None, lo_open: bool = False
 
 def count_list(lo: int = 1, hi: int = checks.MAX_COUNT) -> Callable[[str], list[int]]:
     """Comma-separated whole numbers in ``[lo, hi]``, e.g. ``1,8,64``."""
-    one = count(lo, hi)
+    return _listed(count(lo, hi), "whole number")
 
-    def convert(text: str) -> list[int]:
+
+def real_list(lo: float | None = None, lo_open: bool = False) -> Callable[[str], list[float]]:
+    """Comma-separated finite numbers above ``lo``, e.g. ``0.5,1,2``."""
+    return _listed(real(lo, lo_open=lo_open), "number")
+
+
+def _listed(one: Callable[[str], object], what: str) -> Callable[[str], list]:
+    def convert(text: str) -> list:
         try:
             values = [one(v) for v in text.split(",") if v.strip()]
         except argparse.ArgumentTypeError as exc:
             raise argparse.ArgumentTypeError(f"{exc} (in {text!r})") from None
         if not values:
-            raise argparse.ArgumentTypeError("expected at least one whole number")
+            raise argparse.ArgumentTypeError(f"expected at least one {what}")
         return values
-    convert.__name__ = "list of whole numbers"
+    convert.__name__ = f"list of {what}s"
     return convert
 
 

@@ -11,10 +11,8 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import ConfigError
-from .argtypes import POSITIVE, count_list
+from .argtypes import POSITIVE, count_list, real_list
 from .output import add_format_arg, format_table, print_json
 from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg
 
@@ -39,7 +37,7 @@ def register(sub) -> None:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", type=count_list(),
                       help="closed-loop clients, comma-separated (per replica; whole system when disaggregated)")
-    load.add_argument("--rate", type=float_list,
+    load.add_argument("--rate", type=real_list(0, lo_open=True),
                       help="open-loop Poisson request rates per replica [1/s], comma-separated (simulated)")
     p.add_argument("--isl", type=POSITIVE, required=True, help="prompt tokens per request")
     p.add_argument("--osl", type=POSITIVE, required=True, help="output tokens per request")
@@ -65,17 +63,6 @@ def register(sub) -> None:
     add_prefix_hit_arg(p)
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def float_list(text: str) -> list[float]:
-    """Comma-separated positive numbers."""
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or not all(v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected numbers > 0, got {text!r}")
-    return values
 
 
 def run(args) -> int:
