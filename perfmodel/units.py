@@ -102,8 +102,10 @@ def units_required() -> Iterator[None]:
 
 
 def _unitless(value: Any, number: float, dimension: str, field: str) -> UnitError:
-    return UnitError(f"{field}: {value!r} has no unit; write it with one ({DIMENSIONS[dimension][1]}), e.g. "
-                     f"'{number:g} {_EXAMPLE_UNIT.get(dimension, '')}'".rstrip())
+    si, desc = DIMENSIONS[dimension]
+    # a big number is most likely already in SI units (80e9 bytes), a small one in a prefixed unit (80 GB)
+    unit = si.replace("1/", "/") if abs(number) >= 1e4 else _EXAMPLE_UNIT.get(dimension, si)
+    return UnitError(f"{field}: {value!r} has no unit; write it with one ({desc}), e.g. '{number:g} {unit}'")
 
 
 # pint reads "Gb" as gilbert; networking writes Gb/s for gigabits. "Gbps"/"GBps" are common too.

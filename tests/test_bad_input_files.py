@@ -281,7 +281,7 @@ def test_strict_json_refuses_non_finite_numbers():
 
 UNITLESS = [
     ("hardware", ACCELERATOR, "value: 80 GB", "value: 80", "memory.hbm.capacity", "80", "'80 GB'"),
-    ("hardware", ACCELERATOR, "value: 3.35 TB/s", "value: 3.35e12", "memory.hbm.bandwidth", "3.35e", "TB/s"),
+    ("hardware", ACCELERATOR, "value: 3.35 TB/s", "value: 3.35e12", "memory.hbm.bandwidth", "3.35e", "'3.35e+12 B/s'"),
     ("hardware", ACCELERATOR, "value: 989 TFLOP/s", "value: 989", "compute.bf16", "989", "TFLOP/s"),
     ("link", LINK, "value: 450 GB/s", "value: 450", "bandwidth", "450", "'450 TB/s'"),
     ("link", LINK, "value: 2 us", "value: 2", "alpha", "2", "'2 ms'"),
@@ -289,6 +289,15 @@ UNITLESS = [
     ("workload", _text("workloads/agentic.yaml"), "think_time: 2 s", "think_time: 2", "think_time", "2", "ms"),
     ("workload", _text("workloads/agentic.yaml"), "timeout: 30 s", "timeout: 30", "timeout", "30", "ms"),
     ("workload", _text("workloads/agentic.yaml"), "ttft: 3 s", "ttft: 3", "ttft", "3", "ms"),
+    ("workload", _text("workloads/chat.yaml"), "rate: 4 /s", "rate: 4", "arrival.rate", "4", "'4 /s'"),
+    ("engine", _text("perfmodel/data/engines/vllm.yaml"), "step_overhead: 1 ms", "step_overhead: 0.001",
+     "step_overhead", "0.001", "ms"),
+    ("engine", _text("perfmodel/data/engines/vllm.yaml"), "seq_overhead: 10 us", "seq_overhead: 10",
+     "seq_overhead", "10", "ms"),
+    ("deployment", _text("deployments/llama-3.1-70b-h200-disaggregated.yaml"), "prefill-decode: ib-ndr",
+     "prefill-decode: {link: ib-ndr, bandwidth: 50}", "bandwidth", "50", "TB/s"),
+    ("deployment", _text("deployments/llama-3.1-70b-h200-disaggregated.yaml"), "prefill-decode: ib-ndr",
+     "prefill-decode: {link: ib-ndr, alpha: 5}", "alpha", "5", "ms"),
 ]
 
 
@@ -434,3 +443,12 @@ def test_fuzz_json_and_csv_readers(tmp_path, data):
             read(path)
         except SpecError as exc:
             assert str(path) in str(exc)
+
+
+def test_units_si_declares_bare_numbers_as_si(tmp_path):
+    path = tmp_path / "si.yaml"
+    path.write_text(ACCELERATOR.replace("value: 80 GB", "value: 8.0e+10") + "units: si\n", encoding="utf-8")
+    assert load_hardware(path).memory["hbm"].capacity.value == 80e9
+    path.write_text(ACCELERATOR + "units: metric\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"units: expected 'si'.*got 'metric'"):
+        load_hardware(path)
