@@ -25,7 +25,7 @@ from perfmodel.core.roofline import crossover_tokens, message_time
 from perfmodel.core.step import StepModel
 from perfmodel.deployment.lpu_memory import min_devices_for_weights
 from perfmodel.errors import ConfigError, PerfmodelError, SpecError, UnitError, UnknownNameError
-from perfmodel.serving import Workload, load_engine, load_workload, simulate, steady_state
+from perfmodel.serving import Workload, load_engine, load_workload, max_load, simulate, steady_state
 from perfmodel.units import to_si
 
 NAN, INF = float("nan"), float("inf")
@@ -241,6 +241,11 @@ API_CASES: list[tuple[str, Any, type[Exception], tuple[str, ...]]] = [
       for k, v in (("replicas", "two"), ("replicas", 1.7), ("replicas", 0), ("replicas", True), ("replicas", -1),
                    ("seed", -1), ("seed", 1.5), ("seed", "s"), ("requests", 0), ("requests", NAN),
                    ("requests", "many"), ("router", "fastest"))],
+    *[(f"max-load-{k}-{v!r}", lambda k=k, v=v: max_load(StepModel(*H100_8B), Workload.fixed(100, 10, rate=1.0),
+                                                        slo={"ttft": "2 s"}, requests=20, **{k: v}),
+       ConfigError, (k, repr(v) if isinstance(v, str) else "")) for k, v in (
+        ("rel_tol", -1), ("rel_tol", 0), ("rel_tol", NAN), ("max_simulations", 0), ("max_simulations", 2.5),
+        ("target", 1.5), ("target", 0), ("start", -3), ("mode", "speed"))],
     ("simulate-horizon", lambda: _simulate(horizon="-1 s"), UnitError, ("horizon", "-1 s")),
     ("simulate-horizon-unit", lambda: _simulate(horizon="2 GB"), UnitError, ("horizon", "2 GB")),
     ("simulate-context", lambda: _simulate(workload=Workload.fixed(200_000, 10, concurrency=2)), ConfigError,
