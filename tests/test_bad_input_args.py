@@ -246,6 +246,11 @@ API_CASES: list[tuple[str, Any, type[Exception], tuple[str, ...]]] = [
        ConfigError, (k, repr(v) if isinstance(v, str) else "")) for k, v in (
         ("rel_tol", -1), ("rel_tol", 0), ("rel_tol", NAN), ("max_simulations", 0), ("max_simulations", 2.5),
         ("target", 1.5), ("target", 0), ("start", -3), ("mode", "speed"))],
+    *[(f"plan-{k}-{v!r}", lambda k=k, v=v: pm.plan("llama-3.1-8b", Workload.fixed(100, 10, rate=1.0), {"ttft": 2.0},
+                                                   hardware=["h100-sxm"], **{"requests": 20, k: v}),
+       ConfigError, (k, repr(v) if isinstance(v, str) else "")) for k, v in (
+        ("utilisation", 1.5), ("utilisation", NAN), ("requests", 0), ("max_replicas", 0), ("extra_replicas", -1),
+        ("seed", -1), ("tp", [0]), ("tp", ["2"]), ("target", 2.0), ("objective", "speed"))],
     ("simulate-horizon", lambda: _simulate(horizon="-1 s"), UnitError, ("horizon", "-1 s")),
     ("simulate-horizon-unit", lambda: _simulate(horizon="2 GB"), UnitError, ("horizon", "2 GB")),
     ("simulate-context", lambda: _simulate(workload=Workload.fixed(200_000, 10, concurrency=2)), ConfigError,
