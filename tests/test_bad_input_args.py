@@ -260,6 +260,11 @@ API_CASES: list[tuple[str, Any, type[Exception], tuple[str, ...]]] = [
         ("isl", 0), ("osl", NAN), ("osl", [[1], [2, 3]]), ("think_time", -1), ("think_time", INF))],
     *[(f"summary-warmup-{v!r}", lambda v=v: _simulate().summary(warmup=v), ConfigError, ("warmup", repr(v)))
       for v in (1.0, -0.5, NAN, "half")],
+    ("roofline-negative-flops", lambda: pm.roofline_time(-1.0, 1.0, 1e15, 1e12), ConfigError, ("flops", "-1.0")),
+    ("roofline-zero-bandwidth", lambda: pm.roofline_time(1.0, 1.0, 1e15, 0.0), ConfigError, ("bandwidth", "0.0")),
+    ("roofline-nan-peak", lambda: pm.roofline_time(1.0, 1.0, NAN, 1e12), ConfigError, ("peak_flops", "nan")),
+    ("scaling-devices-text", lambda: pm.scaling_curve(*H100_8B, devices=["x"]), ConfigError, ("devices", "'x'")),
+    ("scaling-devices-float", lambda: pm.scaling_curve(*H100_8B, devices=[1, 2.5]), ConfigError, ("devices", "2.5")),
     ("message-time-size", lambda: message_time(-1e6, 1e9, 1e-6), ConfigError, ("size", "-1000000")),
     ("message-time-bandwidth", lambda: message_time(1e6, 0.0, 1e-6), ConfigError, ("bandwidth", "0.0")),
     ("message-time-alpha", lambda: message_time(1e6, 1e9, -1e-6), ConfigError, ("alpha", "-1e-06")),

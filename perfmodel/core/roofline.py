@@ -33,6 +33,8 @@ def roofline_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: ArrayLik
     numpy.ndarray
         Time [s]. Example: 70 GB read at 2 TB/s takes at least 0.035 s, whatever P is.
     """
+    _non_negative(flops=flops, bytes_moved=bytes_moved)
+    _positive(peak_flops=peak_flops, bandwidth=bandwidth)
     return np.maximum(np.divide(flops, peak_flops), np.divide(bytes_moved, bandwidth))
 
 
@@ -57,9 +59,16 @@ def message_time(size: ArrayLike, bandwidth: ArrayLike, alpha: ArrayLike) -> np.
         add 0.8 ms before any data volume.
     """
     _non_negative(size=size, alpha=alpha)
-    if np.any(np.isnan(bandwidth)) or np.any(np.less_equal(bandwidth, 0)):
-        raise ConfigError(f"bandwidth: must be > 0 B/s, got {bandwidth!r}")
+    _positive(bandwidth=bandwidth)
     return np.add(alpha, np.divide(size, bandwidth))
+
+
+def _positive(**values: ArrayLike) -> None:
+    """Refuse rates (bandwidth, peak) that are NaN or not > 0 (infinity is allowed: a free link)."""
+    for name, value in values.items():
+        arr = np.asarray(value, dtype=float)
+        if np.any(np.isnan(arr)) or np.any(arr <= 0):
+            raise ConfigError(f"{name}: must be > 0 (and not NaN), got {value!r}")
 
 
 def _non_negative(**values: ArrayLike) -> None:
