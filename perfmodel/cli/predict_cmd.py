@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .argtypes import POSITIVE, count_list, no_feasible_point, refuse_with_deployment
+from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment
 from .output import add_format_arg, checkpoint_note, format_table, print_json, print_notes
 
 int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1]
@@ -52,7 +52,7 @@ def register(sub) -> None:
 
 def add_prefix_hit_arg(p) -> None:
     """``--prefix-hit-rate``, one spelling for every serving command."""
-    p.add_argument("--prefix-hit-rate", type=float, default=None, metavar="H",
+    p.add_argument("--prefix-hit-rate", type=real(0, 1, hi_open=True), default=None, metavar="H",
                    help="share of each prompt found in the engine's prefix cache, 0 to < 1 (default 0): "
                         "attended, not computed")
 

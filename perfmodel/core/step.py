@@ -156,7 +156,7 @@ class StepBreakdown:
         return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
 
 
-def _check_system_size(hardware: object, parallel: Parallel) -> None:
+def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
     """A replica given a *system* id (``hgx-h100``) must fit in that system's device count.
 
     Raises
@@ -164,14 +164,15 @@ def _check_system_size(hardware: object, parallel: Parallel) -> None:
     ConfigError
         tp * dp_attention * pp exceeds the system's count (name the accelerator id to span systems).
     """
-    if isinstance(hardware, (Accelerator, Link)) or not isinstance(hardware, str):
-        return
-    spec = load_hardware(hardware)
-    if isinstance(spec, System) and parallel.devices > spec.count:
+    if not isinstance(hardware, (str, System)) or not all(type(v) is int for v in (tp, pp, dp_attention)):
+        return  # an accelerator (no count), or degrees that Parallel.build refuses with their own message
+    spec = hardware if isinstance(hardware, System) else load_hardware(hardware)
+    devices = tp * pp * dp_attention  # type: ignore[operator]
+    if isinstance(spec, System) and devices > spec.count:
         raise ConfigError(f"hardware: {spec.id} has {spec.count} x {spec.accelerator}, but tp*dp_attention*pp = "
-                          f"{parallel.devices} devices (tp={parallel.tp}, dp_attention={parallel.dp_attention}, "
-                          f"pp={parallel.pp}); allowed: at most {spec.count}, or name the accelerator "
-                          f"'{spec.accelerator}' for a replica spanning several systems")
+                          f"{devices} devices (tp={tp}, dp_attention={dp_attention}, pp={pp}); allowed: at most "
+                          f"{spec.count}, or name the accelerator '{spec.accelerator}' for a replica spanning "
+                          f"several systems")
 
 
 class StepModel:
@@ -219,7 +220,7 @@ class StepModel:
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                        moe_tp=moe_tp)
-        _check_system_size(hardware, self.parallel)
+        check_system_size(hardware, tp, pp, dp_attention)
         if activations is None and dtype(weights, "weights").name == "mxfp4":  # the checkpoint's own kernels
             activations = serving_activations("mxfp4", "fp4" in self.hardware.compute)
         self.precision = Precision.of(weights, activations, kv_cache)
