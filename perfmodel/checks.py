@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, unknown_name
+
+if TYPE_CHECKING:  # numpy is imported where arrays are checked: the CLI parser must not load it
+    import numpy as np
 
 #: Largest count (tokens, sequences, devices, requests, replicas) accepted anywhere: 2^31 - 1, far
 #: above any real deployment and safely inside int64 arithmetic of products such as batch x context.
@@ -28,7 +29,8 @@ def _show(value: Any, limit: int = 60) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
+    """A real number (numpy scalars included) that is not a boolean (``bool`` or ``numpy.bool_``)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 
 def count(value: Any, field: str, lo: int = 1, hi: int = MAX_COUNT) -> int:
@@ -42,7 +44,7 @@ def count(value: Any, field: str, lo: int = 1, hi: int = MAX_COUNT) -> int:
     allowed = f"a whole number in [{lo}, {hi}]"
     if not _is_number(value):
         raise ConfigError(f"{field}: must be {allowed}, got {_show(value)} ({type(value).__name__})")
-    if isinstance(value, (numbers.Integral, np.integer)):
+    if isinstance(value, numbers.Integral):
         number = int(value)
     else:
         real_value = float(value)
@@ -68,6 +70,8 @@ def counts(value: Any, field: str, lo: int = 1, hi: int = MAX_COUNT) -> np.ndarr
         Empty, ragged, non-numeric (text, bools), non-whole, non-finite or out-of-range elements; the
         first offending element is named.
     """
+    import numpy as np
+
     allowed = f"whole numbers in [{lo}, {hi}]"
     try:
         arr = np.asarray(value)
@@ -116,6 +120,8 @@ def real(value: Any, field: str, lo: float | None = None, hi: float | None = Non
 def reals(value: Any, field: str, lo: float | None = None, allow_inf: bool = False,
           lo_open: bool = False) -> np.ndarray:
     """A scalar or array of real numbers ``>= lo`` (``> lo`` if ``lo_open``; finite unless ``allow_inf``)."""
+    import numpy as np
+
     allowed = _interval(lo, None, lo_open, False)
     try:
         arr = np.asarray(value)
@@ -154,6 +160,8 @@ def choice(value: Any, field: str, allowed: Iterable[str]) -> str:
 
 def broadcast(fields: str, *arrays: Any) -> list[np.ndarray]:
     """numpy-broadcast ``arrays`` (copies), or a :class:`ConfigError` naming ``fields`` and the shapes."""
+    import numpy as np
+
     try:
         return [np.array(a) for a in np.broadcast_arrays(*arrays)]
     except ValueError:
