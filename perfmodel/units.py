@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import pint
 
-from .errors import UnitError
+from .errors import UnitError, unknown_name
 
 # A small registry built from scratch: pint's default one makes ``bit`` dimensionless (so "4.8 TB"
 # would pass where a plain number is expected, and B/s would equal Hz) and reads "Gb" as gilbert.
@@ -76,6 +79,35 @@ DIMENSIONS: dict[str, tuple[str, str]] = {
 }
 
 
+#: An example unit per dimension, for "write the unit" messages.
+_EXAMPLE_UNIT = {"bytes": "GB", "bandwidth": "TB/s", "flops": "TFLOP/s", "flop": "GFLOP", "time": "ms",
+                 "power": "W", "frequency": "/s", "energy": "J", "money_rate": "/hour"}
+
+# Set while a file is validated: there a bare number for a dimensioned field is an error (is
+# 'capacity: 80' 80 bytes or 80 GB?), while Python callers may pass floats already in SI units.
+_UNITS_REQUIRED: ContextVar[bool] = ContextVar("perfmodel_units_required", default=False)
+
+
+@contextmanager
+def units_required() -> Iterator[None]:
+    """Within this block :func:`to_si` refuses a non-zero bare number for a dimensioned quantity.
+
+    File loaders wrap validation in it: a file must write ``80 GB``, not ``80``.
+    """
+    token = _UNITS_REQUIRED.set(True)
+    try:
+        yield
+    finally:
+        _UNITS_REQUIRED.reset(token)
+
+
+def _unitless(value: Any, number: float, dimension: str, field: str) -> UnitError:
+    si, desc = DIMENSIONS[dimension]
+    # a big number is most likely already in SI units (80e9 bytes), a small one in a prefixed unit (80 GB)
+    unit = si.replace("1/", "/") if abs(number) >= 1e4 else _EXAMPLE_UNIT.get(dimension, si)
+    return UnitError(f"{field}: {value!r} has no unit; write it with one ({desc}), e.g. '{number:g} {unit}'")
+
+
 # pint reads "Gb" as gilbert; networking writes Gb/s for gigabits. "Gbps"/"GBps" are common too.
 _BITS = re.compile(r"(?<![A-Za-z])([kKMGTPE]i?)b(?=/|ps\b|\b)")
 _PS = re.compile(r"(?<=[A-Za-z])ps\b")
@@ -123,13 +155,17 @@ def to_si(value: Any, dimension: str, field: str = "value") -> float:
     Raises
     ------
     UnitError
-        Unparseable text, wrong dimension, or a non-finite or negative value.
+        Unparseable text, wrong dimension, or a non-finite or negative value; inside
+        :func:`units_required`, a non-zero bare number for a dimensioned quantity.
     """
+    if dimension not in DIMENSIONS:
+        raise unknown_name("dimension", str(dimension), DIMENSIONS)
     unit, desc = DIMENSIONS[dimension]
     if isinstance(value, bool):
         raise UnitError(f"{field}: expected {desc}, got boolean {value!r}")
+    bare = False
     if isinstance(value, (int, float)):
-        out = float(value)
+        out, bare = float(value), True
     else:
         if isinstance(value, str):
             text = value.strip()
@@ -148,6 +184,8 @@ def to_si(value: Any, dimension: str, field: str = "value") -> float:
             raise UnitError(f"{field}: expected {desc} as a string like '1 {unit or '1'}', got {value!r}")
         if not isinstance(q, pint.Quantity):  # a bare number in a string: "3.5"
             q = Q_(float(q), "")
+        if isinstance(value, str) and q.unitless and unit:
+            raise _unitless(value, float(q.magnitude), dimension, field)
         try:
             out = float(q.to(unit or "dimensionless").magnitude)
         except pint.DimensionalityError:
@@ -156,6 +194,8 @@ def to_si(value: Any, dimension: str, field: str = "value") -> float:
             ) from None
     if not math.isfinite(out):
         raise UnitError(f"{field}: must be finite, got {value!r}")
+    if bare and out != 0 and dimension != "dimensionless" and _UNITS_REQUIRED.get():
+        raise _unitless(value, out, dimension, field)
     if out < 0:
         raise UnitError(f"{field}: must be >= 0, got {value!r}")
     return out

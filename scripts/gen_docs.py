@@ -178,6 +178,8 @@ def spec_formats_md() -> str:
            "that names the closest allowed key, a number with the wrong dimension is an error naming the "
            "field. Quantities are strings with units (`\"141 GB\"`, `\"4.8 TB/s\"`, `\"989 TFLOP/s\"`, "
            "`\"10 us\"`), converted once to SI floats; `GB` is 10⁹ B and `GiB` 2³⁰ B, `Gb/s` is gigabits. "
+           "In a file a bare number for a quantity is an error (`capacity: 80`: 80 what?), except 0 and "
+           "in hardware files that declare `units: si`; a key repeated in one mapping is an error too. "
            "The tables below are generated from the models' JSON schemas (`Model.model_json_schema()`), "
            "so they match the code. Hardware files are described in [Hardware](hardware.md); "
            "the shipped figures are in the [hardware table](hardware-table.md).\n",
@@ -188,8 +190,8 @@ def spec_formats_md() -> str:
     out.append(summary + "\n")
     out.append("| field | description |\n|---|---|")
     out += [f"| `{k}` | {_cell(v)} |" for k, v in fields.items()]
-    out.append("\nA bare quantity string or number is accepted as a figure without provenance (user "
-               "files); shipped files give `source` for every figure (checked by the tests).\n")
+    out.append("\nA bare quantity string (`capacity: 80 GB`) is accepted as a figure without provenance "
+               "(user files); shipped files give `source` for every figure (checked by the tests).\n")
     done = {"Figure"}
     for title, cls in schemas:
         try:
@@ -282,9 +284,15 @@ def cli_md() -> str:
     try:
         commands = _subcommands(build_parser(), "perfmodel")
         out = [HEADER + "# Command line\n",
-               "`perfmodel` is installed with the package (`python -m perfmodel` works too). Errors in "
-               "inputs are printed as one line naming the field and exit with status 2. The help text "
+               "`perfmodel` is installed with the package (`python -m perfmodel` works too). The help text "
                "below is generated from the parser, so it matches the installed version.\n",
+               "**Errors and exit codes.** No command prints a Python traceback. Exit status 0: success; "
+               "1: nothing to do (help printed) or a check failed (e.g. no feasible point); 2: bad input "
+               "(a flag, a file or a deployment that cannot exist) or a file that cannot be read or "
+               "written, printed as one line `perfmodel COMMAND: error: ...` naming the field, the value "
+               "and what is allowed; 3: an unexpected internal error (a bug), printed as one line with the "
+               "exception and where it happened. `perfmodel --debug COMMAND ...` shows the traceback of "
+               "an unexpected error instead, for bug reports.\n",
                "Commands: " + ", ".join(f"[`{name}`](#{name.replace(' ', '-')})" for name, _ in commands[1:])
                + ".\n"]
         for name, parser in commands:

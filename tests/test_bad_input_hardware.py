@@ -12,7 +12,8 @@ import yaml
 
 from perfmodel.errors import SpecError, UnitError, UnknownNameError
 from perfmodel.hardware import list_hardware, load_accelerator, load_hardware, load_link
-from perfmodel.units import to_si
+from perfmodel.hardware.schema import iter_figures
+from perfmodel.units import DIMENSIONS, to_si
 
 SRC = "https://example.org/datasheet"
 
@@ -247,7 +248,13 @@ def test_there_are_at_least_thirty_distinct_bad_inputs():
 def test_user_copy_of_shipped_file_equals_shipped(tmp_path: Path):
     shipped = load_hardware("h100-sxm")
     path = tmp_path / "my-h100.yaml"
-    path.write_text(yaml.safe_dump(shipped.model_dump(mode="json", exclude_none=True)), encoding="utf-8")
+    data = shipped.model_dump(mode="json", exclude_none=True)
+    # model_dump gives SI floats; a file writes every quantity with its unit (a bare number is refused)
+    for where, fig in iter_figures(shipped):
+        parent, key = _parent(data, where)
+        unit = DIMENSIONS[fig.dimension][0]
+        parent[key]["value"] = f"{fig.value!r} {unit}" if unit else fig.value
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert load_hardware(str(path)) == shipped
     assert load_hardware(path) == shipped
     assert load_accelerator(path).memory_bandwidth == pytest.approx(3.35e12)

@@ -174,5 +174,5 @@ def test_step_model_kwargs_are_resolved_or_rejected_clearly():
     free = load_engine("vllm", step_overhead=0, seq_overhead=0, backend=None)
     with pytest.raises(ConfigError, match="step times must be finite and > 0"):
         simulate(ConstantStepModel(0.0), Workload.fixed(10, 2, rate=1.0), engine=free, requests=5)
-    with pytest.raises(ConfigError, match="replicas: must be >= 1"):
+    with pytest.raises(ConfigError, match=r"replicas: must be a whole number in \[1, .*got 0"):
         simulate(H100_8B, Workload.fixed(10, 2, rate=1.0), replicas=0, requests=5)

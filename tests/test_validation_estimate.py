@@ -94,8 +94,10 @@ def test_cli_json(capsys):
                  "--concurrency", "1,16", "--isl", "1024", "--osl", "256", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["engine_calibration"] == "calibrated" and out["mode"] == "agg" and len(out["points"]) == 2
-    assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
-                 "--concurrency", "4", "--isl", "1024", "--osl", "0"]) == 2
+    with pytest.raises(SystemExit) as info:  # refused while parsing the flags
+        main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
+              "--concurrency", "4", "--isl", "1024", "--osl", "0"])
+    assert info.value.code == 2 and "--osl: must be a whole number in [1," in capsys.readouterr().err
     # pool options without --prefill-workers would be silently ignored: refused
     assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "sglang",
                  "--concurrency", "4", "--isl", "1024", "--osl", "64", "--decode-workers", "2"]) == 2

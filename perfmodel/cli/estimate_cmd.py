@@ -11,11 +11,10 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import ConfigError
+from .argtypes import POSITIVE, count_list, real_list
 from .output import add_format_arg, format_table, print_json
-from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, int_list
+from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg
 
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
@@ -36,27 +35,27 @@ def register(sub) -> None:
     p.add_argument("--engine", required=True,
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset (uncalibrated)")
     load = p.add_mutually_exclusive_group(required=True)
-    load.add_argument("--concurrency", type=int_list,
+    load.add_argument("--concurrency", type=count_list(),
                       help="closed-loop clients, comma-separated (per replica; whole system when disaggregated)")
-    load.add_argument("--rate", type=float_list,
+    load.add_argument("--rate", type=real_list(0, lo_open=True),
                       help="open-loop Poisson request rates per replica [1/s], comma-separated (simulated)")
-    p.add_argument("--isl", type=int, required=True, help="prompt tokens per request")
-    p.add_argument("--osl", type=int, required=True, help="output tokens per request")
-    p.add_argument("--tp", type=int, default=1, help="tensor parallelism of a (decode) replica (default 1)")
-    p.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
-    p.add_argument("--dp-attention", type=int, default=1,
+    p.add_argument("--isl", type=POSITIVE, required=True, help="prompt tokens per request")
+    p.add_argument("--osl", type=POSITIVE, required=True, help="output tokens per request")
+    p.add_argument("--tp", type=POSITIVE, default=1, help="tensor parallelism of a (decode) replica (default 1)")
+    p.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--dp-attention", type=POSITIVE, default=1,
                    help="attention data-parallel ranks (default 1); a replica spans tp x dp-attention x pp GPUs, "
                         "so TensorRT-LLM's 'TP 8 with attention DP' is --tp 1 --dp-attention 8 --ep 8")
-    p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1)")
+    p.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism (default 1)")
     p.add_argument("--precision", default="",
                    help="weights: fp8 (block-scaled where the checkpoint is, e.g. DeepSeek-R1), fp8_block, "
                         "fp4/nvfp4, int4_wo, bf16 (default: the checkpoint's own format)")
     g = p.add_argument_group("P/D disaggregation")
-    g.add_argument("--prefill-workers", type=int, help="prefill replicas (makes the deployment disaggregated)")
-    g.add_argument("--decode-workers", type=int, help="decode replicas (default 1)")
-    g.add_argument("--prefill-tp", type=int, help="tensor parallelism of a prefill replica (default 1)")
-    g.add_argument("--prefill-dp-attention", type=int, help="attention DP ranks of a prefill replica (default 1)")
-    g.add_argument("--prefill-ep", type=int, help="expert parallelism of a prefill replica (default 1)")
+    g.add_argument("--prefill-workers", type=POSITIVE, help="prefill replicas (makes the deployment disaggregated)")
+    g.add_argument("--decode-workers", type=POSITIVE, help="decode replicas (default 1)")
+    g.add_argument("--prefill-tp", type=POSITIVE, help="tensor parallelism of a prefill replica (default 1)")
+    g.add_argument("--prefill-dp-attention", type=POSITIVE, help="attention DP ranks of a prefill replica (default 1)")
+    g.add_argument("--prefill-ep", type=POSITIVE, help="expert parallelism of a prefill replica (default 1)")
     p.add_argument("--engines", default="calibrated",
                    help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
     p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
@@ -64,17 +63,6 @@ def register(sub) -> None:
     add_prefix_hit_arg(p)
     add_format_arg(p)
     p.set_defaults(func=run)
-
-
-def float_list(text: str) -> list[float]:
-    """Comma-separated positive numbers."""
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or not all(v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected numbers > 0, got {text!r}")
-    return values
 
 
 def run(args) -> int:

@@ -145,7 +145,7 @@ def _show(args: argparse.Namespace) -> int:
 
     spec = load_hardware(args.spec)
     if args.format == "json":
-        print_json(spec.model_dump(mode="json"))
+        print_json({"units": "si", **spec.model_dump(mode="json")})  # loads back as a spec file
         return 0
     print(format_table([{"field": k, "value": v} for k, v in _header_rows(spec) if v is not None]))
     figures = list(iter_figures(spec))

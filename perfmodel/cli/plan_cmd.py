@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
+from .argtypes import FRACTION, POSITIVE, POSITIVE_REAL, SEED, count, count_list, no_feasible_point
 from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
 
 
@@ -46,18 +47,18 @@ def register(sub) -> None:
                     "sized with the serving simulator to meet the SLO attainment target at the given rate. "
                     "Rejected candidates are listed with the reason (layout, memory, SLO, load).")
     p.add_argument("--model", required=True, help="model id, e.g. llama-3.1-70b")
-    p.add_argument("--rate", type=float, required=True, help="target arrival rate [requests/s]")
-    p.add_argument("--isl", type=int, required=True, help="prompt tokens per request")
-    p.add_argument("--osl", type=int, required=True, help="output tokens per request")
+    p.add_argument("--rate", type=POSITIVE_REAL, required=True, help="target arrival rate [requests/s]")
+    p.add_argument("--isl", type=POSITIVE, required=True, help="prompt tokens per request")
+    p.add_argument("--osl", type=POSITIVE, required=True, help="output tokens per request")
     p.add_argument("--slo-ttft", help="TTFT limit incl. queueing, e.g. 2s")
     p.add_argument("--slo-tpot", help="TPOT limit, e.g. 50ms")
     p.add_argument("--slo-e2e", help="end-to-end limit, e.g. 20s")
-    p.add_argument("--target", type=float, default=0.95, help="fraction of requests meeting all limits "
+    p.add_argument("--target", type=FRACTION, default=0.95, help="fraction of requests meeting all limits "
                                                                "(default 0.95)")
     p.add_argument("--hardware", type=_csv, required=True,
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
     p.add_argument("--precision", type=_csv, default=["bf16"], help="weight formats to try (default bf16)")
-    p.add_argument("--tp", type=_csv, default=["1", "2", "4", "8"], help="tensor-parallel sizes (default 1,2,4,8)")
+    p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
     p.add_argument("--engine", default="vllm", help="serving-engine profile (default vllm)")
@@ -68,10 +69,10 @@ def register(sub) -> None:
     p.add_argument("--power-basis", choices=("tdp", "utilisation"), default="tdp",
                    help="power basis: device TDP x devices (default) or P_idle + u (TDP - P_idle)")
     p.add_argument("--idle", help="P_idle per device for --power-basis utilisation, e.g. 150W")
-    p.add_argument("--utilisation", type=float, default=1.0, help="busy fraction u for the utilisation basis")
-    p.add_argument("--requests", type=int, default=300, help="requests per simulated load point (default 300)")
-    p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    p.add_argument("--max-replicas", type=int, default=256, help="load limit per candidate (default 256)")
+    p.add_argument("--utilisation", type=FRACTION, default=1.0, help="busy fraction u for the utilisation basis")
+    p.add_argument("--requests", type=POSITIVE, default=300, help="requests per simulated load point (default 300)")
+    p.add_argument("--seed", type=SEED, default=0, help="simulation seed (default 0)")
+    p.add_argument("--max-replicas", type=POSITIVE, default=256, help="load limit per candidate (default 256)")
     add_format_arg(p)
     p.set_defaults(func=run)
     c = sub.add_parser("claim", help="check a vendor performance claim against the model",
@@ -79,25 +80,25 @@ def register(sub) -> None:
                                    "of each unknown that would give the claimed ratio, and the sensitivity.")
     c.add_argument("claim", nargs="?", help="shipped claim id or claim YAML path")
     c.add_argument("--list", action="store_true", help="list the shipped claims")
-    c.add_argument("--points", type=int, default=9, help="scan points per continuous unknown (default 9)")
+    c.add_argument("--points", type=count(2), default=9, help="scan points per continuous unknown (default 9)")
     add_format_arg(c)
     c.set_defaults(func=run_claim)
 
 
 def run(args) -> int:
     from ..hardware import load_hardware
+    from ..modelspec import load_model
     from ..planning.plan import plan
     from ..serving import SLO, Workload
+    from ..serving.workload import check_context
 
     limits = {k: v for k, v in (("ttft", args.slo_ttft), ("tpot", args.slo_tpot), ("e2e", args.slo_e2e)) if v}
     if not limits:
         raise ConfigError("give at least one of --slo-ttft, --slo-tpot, --slo-e2e")
-    try:
-        tps = [int(t) for t in args.tp]
-    except ValueError:
-        raise ConfigError(f"--tp: expected integers, got {args.tp}") from None
+    tps = list(args.tp)
     slo = SLO(**limits, target=args.target)
     workload = Workload.fixed(args.isl, args.osl, rate=args.rate)
+    check_context(workload, load_model(args.model))
     print_notes(*(checkpoint_note(args.model, w) for w in args.precision))
     # resolve names and files once, before the prices that may name a file's hardware by its id
     hardware = [load_hardware(h) for h in args.hardware]
@@ -106,9 +107,10 @@ def run(args) -> int:
                   idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider)
+    status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     if args.format == "json":
         print_json({**result.as_dict(), "note": engine_note(args.engine)})
-        return 0
+        return status
     i = result.inputs
     print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
           f"{', '.join(f'{k} < {v:g} s' for k, v in i['slo'].items())} for {i['target']:.0%} of requests; "
@@ -123,7 +125,7 @@ def run(args) -> int:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
     print(f"note: {engine_note(args.engine)}")
-    return 0
+    return status
 
 
 def _list_price_line(row: dict) -> str:

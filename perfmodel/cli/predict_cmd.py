@@ -5,28 +5,20 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
+from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment
 from .output import add_format_arg, checkpoint_note, format_table, print_json, print_notes
 
-
-def int_list(text: str) -> list[int]:
-    """Parse ``"1,8,64"`` into ``[1, 8, 64]`` with a clear error."""
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return values
+int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1]
 
 
 def add_model_hardware_args(p: argparse.ArgumentParser, hardware_required: bool = True) -> None:
     """Arguments shared by predict-like commands: model, hardware, layout and precision."""
     p.add_argument("--model", required=False, help="model id, HF repo id or config.json path")
     p.add_argument("--hardware", required=False, help="accelerator or system id, or spec YAML path")
-    p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
-    p.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
-    p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1)")
-    p.add_argument("--dp-attention", type=int, default=1, help="attention data parallelism (default 1)")
+    p.add_argument("--tp", type=POSITIVE, default=1, help="tensor parallelism (default 1)")
+    p.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism (default 1)")
+    p.add_argument("--dp-attention", type=POSITIVE, default=1, help="attention data parallelism (default 1)")
     p.add_argument("--weights", default="bf16", help="weight format (default bf16)")
     p.add_argument("--activations", default=None, help="activation format (default: from weights)")
     p.add_argument("--kv-cache", default="bf16", help="KV-cache format (default bf16)")
@@ -47,7 +39,7 @@ def register(sub) -> None:
                         "the bare kernel model")
     add_spec_decode_arg(p)
     add_prefix_hit_arg(p)
-    p.add_argument("--devices", type=int, default=None,
+    p.add_argument("--devices", type=POSITIVE, default=None,
                    help="chips to use: pick the fastest layout (tp, pp, replicas) that fits and print it "
                         "(overrides --tp/--pp)")
     p.add_argument("--execution", choices=("auto", "dataflow", "gpu"), default="auto",
@@ -60,7 +52,7 @@ def register(sub) -> None:
 
 def add_prefix_hit_arg(p) -> None:
     """``--prefix-hit-rate``, one spelling for every serving command."""
-    p.add_argument("--prefix-hit-rate", type=float, default=None, metavar="H",
+    p.add_argument("--prefix-hit-rate", type=real(0, 1, hi_open=True), default=None, metavar="H",
                    help="share of each prompt found in the engine's prefix cache, 0 to < 1 (default 0): "
                         "attended, not computed")
 
@@ -94,6 +86,7 @@ def _grid(args):
 def run(args) -> int:
     batch, isl, osl = _grid(args)
     if args.deployment:
+        refuse_with_deployment(args)
         try:
             from ..deployment import predict_deployment
         except ModuleNotFoundError:
@@ -121,18 +114,22 @@ def run(args) -> int:
                        prefix_hit_rate=args.prefix_hit_rate or 0.0)
         records = pred.records()
         print_notes(checkpoint_note(args.model, args.weights))
+    unfit = [r for r in records if r.get("fits") is False]
     if args.format == "json":
         print_json(records)
     else:
         cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
                 "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "prefill_bound", "decode_bound"]
+        if unfit:  # say why on the row itself
+            records = [{**r, "why_not": r.get("fit_reason") if r.get("fits") is False else ""} for r in records]
+            cols.append("why_not")
         first = records[0]
         print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
               f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
         print(format_table(records, cols))
-    return 0
+    return no_feasible_point("predict", unfit, len(records))
 
 
 def _pick_layout(args, execution: str) -> None:
@@ -177,4 +174,4 @@ def _run_dataflow(args, batch, isl, osl) -> int:
     bad = [r["fit_reason"] for r in records if not r["fits"]]
     if bad:
         print_notes(f"does not fit: {bad[0]}")
-    return 0
+    return no_feasible_point("predict", [r for r in records if not r["fits"]], len(records))

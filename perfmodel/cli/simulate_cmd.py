@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
+from .argtypes import FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_REAL, SEED, real, refuse_with_deployment
 from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
 from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
@@ -24,9 +25,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and hardware (a perfmodel.core.step.StepModel per replica)")
     g.add_argument("--model", help="model id, HF repo id or config.json path")
     g.add_argument("--hardware", help="accelerator or system id, or spec YAML path")
-    g.add_argument("--tp", type=int, default=1, help="tensor parallelism per replica (default 1)")
-    g.add_argument("--pp", type=int, default=1, help="pipeline stages per replica (default 1)")
-    g.add_argument("--ep", type=int, default=1, help="expert parallelism per replica (default 1)")
+    g.add_argument("--tp", type=POSITIVE, default=1, help="tensor parallelism per replica (default 1)")
+    g.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages per replica (default 1)")
+    g.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism per replica (default 1)")
     g.add_argument("--weights", default="bf16", help="weight format (default bf16)")
     g.add_argument("--kv-cache", default="bf16", help="KV-cache format (default bf16)")
     g.add_argument("--deployment", help="deployment YAML (aggregated or prefill/decode pools) instead of "
@@ -39,33 +40,33 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_prefix_hit_arg(g)
     g.add_argument("--engine-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
-    g.add_argument("--replicas", type=int, default=None, help="replicas behind the router (default 1)")
+    g.add_argument("--replicas", type=POSITIVE, default=None, help="replicas behind the router (default 1)")
     g.add_argument("--router", default="least_loaded",
                    choices=("least_loaded", "least-loaded", "round_robin", "round-robin", "random"),
                    help="routing of arrivals to replicas (default least_loaded)")
     g = p.add_argument_group("workload (flags override --workload)")
     g.add_argument("--workload", help="workload YAML (see workloads/)")
-    g.add_argument("--isl", type=int, help="input tokens per request (fixed)")
-    g.add_argument("--osl", type=int, help="output (answer) tokens per request (fixed)")
-    g.add_argument("--reasoning-tokens", type=int, help="reasoning tokens before the answer (fixed)")
+    g.add_argument("--isl", type=POSITIVE, help="input tokens per request (fixed)")
+    g.add_argument("--osl", type=POSITIVE, help="output (answer) tokens per request (fixed)")
+    g.add_argument("--reasoning-tokens", type=NON_NEGATIVE, help="reasoning tokens before the answer (fixed)")
     load = g.add_mutually_exclusive_group()
-    load.add_argument("--arrival-rate", type=float, help="open loop: Poisson arrivals per second")
-    load.add_argument("--concurrency", type=int, help="closed loop: clients with one request each")
-    g.add_argument("--burstiness", type=float, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
+    load.add_argument("--arrival-rate", type=POSITIVE_REAL, help="open loop: Poisson arrivals per second")
+    load.add_argument("--concurrency", type=POSITIVE, help="closed loop: clients with one request each")
+    g.add_argument("--burstiness", type=POSITIVE_REAL, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
     g.add_argument("--think-time", help="closed loop: pause between a response and the next request, e.g. 1s")
     g.add_argument("--ramp-up", help="closed loop: client k starts at k x RAMP/C, e.g. 30s (default 0: all "
                                      "at once, which runs in synchronised waves; about one request duration "
                                      "spreads them, see docs/serving.md)")
-    g.add_argument("--requests", type=int, help="requests to send (default: workload's, else 1000)")
+    g.add_argument("--requests", type=POSITIVE, help="requests to send (default: workload's, else 1000)")
     g.add_argument("--horizon", help="stop at this simulated time, e.g. 600s (unfinished = in_flight)")
     g.add_argument("--timeout", help="cancel a request without a first token after this long, e.g. 20s")
     g = p.add_argument_group("SLO (joint: a request meets it if every limit holds)")
     g.add_argument("--slo-ttft", help="TTFT limit, e.g. 2s")
     g.add_argument("--slo-tpot", help="TPOT limit, e.g. 50ms")
     g.add_argument("--slo-e2e", help="end-to-end limit, e.g. 30s")
-    g.add_argument("--slo-target", type=float, help="attainment target, e.g. 0.95 (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--warmup", type=float, default=0.0, help="fraction of earliest requests left out of "
+    g.add_argument("--slo-target", type=FRACTION, help="attainment target, e.g. 0.95 (default 0.95)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
+    p.add_argument("--warmup", type=real(0, 1, hi_open=True), default=0.0, help="fraction of earliest requests left out of "
                                                              "the statistics (default 0)")
     add_format_arg(p)
 
@@ -81,12 +82,12 @@ def register(sub) -> None:
                        description="Bisection over simulations (cached) for the largest load whose joint "
                                    "SLO attainment is at least --target; prints the load-latency curve.")
     _common(q)
-    q.add_argument("--target", type=float, default=None, help="attainment target (default: SLO's, 0.95)")
+    q.add_argument("--target", type=FRACTION, default=None, help="attainment target (default: SLO's, 0.95)")
     q.add_argument("--search", choices=("rate", "concurrency"), default=None,
                    help="what to search (default: concurrency if --concurrency is given or the "
                         "workload is closed loop, else rate)")
-    q.add_argument("--rel-tol", type=float, default=0.02, help="relative width of the final rate bracket")
-    q.add_argument("--max-simulations", type=int, default=30, help="upper bound on simulations")
+    q.add_argument("--rel-tol", type=real(0, 1, lo_open=True, hi_open=True), default=0.02, help="relative width of the final rate bracket")
+    q.add_argument("--max-simulations", type=POSITIVE, default=30, help="upper bound on simulations")
     q.set_defaults(func=run_max_load)
 
 
@@ -119,6 +120,8 @@ def _scalar(text: str) -> Any:
 def _model(args) -> tuple[Any, int]:
     if args.deployment:
         from ..serving.from_deployment import pools_from_deployment
+
+        refuse_with_deployment(args)
 
         model, replicas = pools_from_deployment(args.deployment)
         return model, args.replicas or replicas
@@ -228,6 +231,10 @@ def run_simulate(args) -> int:
     finally:
         done()
     s = res.summary(warmup=args.warmup)
+    if s["arrived"] and not s["completed"]:  # percentiles of nothing: say what happened instead
+        raise ConfigError(f"no request completed: {s['arrived']} arrived, {s['cancelled']} cancelled "
+                          f"(first-token timeout), {s['rejected']} rejected (queue full), {s['in_flight']} "
+                          f"still in flight at the horizon; lower the load or raise --timeout / --horizon")
     out = {**s, "workload": w.model_dump(mode="json", exclude={"description"}),
            "engine": eng.describe(),
            "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,

@@ -10,6 +10,7 @@ Examples::
 
 from __future__ import annotations
 
+from .argtypes import POSITIVE
 from .output import add_format_arg, format_table, print_json
 
 
@@ -36,14 +37,14 @@ def register(sub) -> None:
     g.add_argument("--system", help="h100_sxm, h200_sxm, b200_sxm, gb200 or an accelerator id")
     g.add_argument("--backend", choices=("vllm", "sglang", "trtllm"), help="serving engine")
     g.add_argument("--model", help="HF repo id (default: the one in the file)")
-    g.add_argument("--tp", type=int, default=1)
-    g.add_argument("--pp", type=int, default=1)
-    g.add_argument("--attention-dp", type=int, default=1)
-    g.add_argument("--ep", type=int, default=1)
-    g.add_argument("--replicas", type=int, default=1, help="replicas sharing the client concurrency")
+    g.add_argument("--tp", type=POSITIVE, default=1)
+    g.add_argument("--pp", type=POSITIVE, default=1)
+    g.add_argument("--attention-dp", type=POSITIVE, default=1)
+    g.add_argument("--ep", type=POSITIVE, default=1)
+    g.add_argument("--replicas", type=POSITIVE, default=1, help="replicas sharing the client concurrency")
     g.add_argument("--precision", default="",
                    help="fp8, fp8_block, fp4, int4_wo, bf16 ('' = checkpoint default; fp8 follows a block-scaled checkpoint)")
-    g.add_argument("--concurrency", type=int, help="client concurrency (default: the one in the file)")
+    g.add_argument("--concurrency", type=POSITIVE, help="client concurrency (default: the one in the file)")
     add_format_arg(p)
     p.set_defaults(func=run)
 

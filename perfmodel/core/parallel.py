@@ -63,6 +63,8 @@ class Parallel:
         for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp_attention", dp_attention)):
             if not isinstance(v, (int,)) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"{name}: must be a positive integer, got {v!r}")
+        if moe_tp is not None and (not isinstance(moe_tp, int) or isinstance(moe_tp, bool) or moe_tp < 0):
+            raise ConfigError(f"moe_tp: must be a positive integer (or 0/None: derived), got {moe_tp!r}")
         if model.num_attention_heads % tp:
             divisors = [d for d in range(1, model.num_attention_heads + 1)
                         if model.num_attention_heads % d == 0 and d <= 64]
@@ -76,6 +78,9 @@ class Parallel:
         if model.moe is None:
             if ep != 1:
                 raise ConfigError(f"ep={ep}: {model.id} is dense (no experts); use ep=1")
+            if moe_tp and moe_tp != group:
+                raise ConfigError(f"moe_tp={moe_tp}: {model.id} is dense (no experts); its FFN is split "
+                                  f"like attention, moe_tp must be tp*dp_attention = {group} or None")
             mtp = moe_tp or group
         else:
             if model.moe.num_experts % ep:

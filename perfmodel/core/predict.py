@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..checks import MAX_COUNT, broadcast, counts
 from ..errors import ConfigError
 from .memory import static_batch_budget
 from .ops import StepShape
@@ -30,19 +31,30 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _positive_array(name: str, value: Any, integer: bool = True) -> np.ndarray:
-    if type(value) is int and value >= 1:  # the scalar case, valid as it stands
+def _positive_array(name: str, value: Any) -> np.ndarray:
+    """Whole numbers >= 1 (scalar or array, float64); see :func:`perfmodel.checks.counts`."""
+    if type(value) is int and 1 <= value <= MAX_COUNT:  # the scalar case, valid as it stands
         return np.asarray(value, dtype=float)
-    arr = np.asarray(value, dtype=float)
-    if arr.size == 0:
-        raise ConfigError(f"{name}: must not be empty")
-    if not np.all(np.isfinite(arr)):
-        raise ConfigError(f"{name}: must be finite, got {value!r}")
-    if np.any(arr < 1):
-        raise ConfigError(f"{name}: must be >= 1, got {value!r}")
-    if integer and np.any(arr != np.round(arr)):
-        raise ConfigError(f"{name}: must be whole numbers, got {value!r}")
-    return arr
+    return counts(value, name)
+
+
+def check_context(model: Any, isl: np.ndarray, osl: np.ndarray) -> None:
+    """Refuse requests whose context (isl + osl - 1 tokens) exceeds the model's declared maximum.
+
+    Raises
+    ------
+    ConfigError
+        Names the largest offending isl/osl and the model's ``max_position_embeddings``.
+    """
+    limit = getattr(model, "max_position_embeddings", None)
+    if not limit:
+        return
+    isl, osl = (np.ravel(x) for x in np.broadcast_arrays(isl, osl))
+    context = isl + osl - 1
+    if np.any(context > limit):
+        i = int(np.argmax(context))
+        raise ConfigError(f"isl + osl: a context of {int(isl[i])} + {int(osl[i])} tokens exceeds {model.id}'s "
+                          f"maximum of {limit} tokens (max_position_embeddings); allowed: isl + osl - 1 <= {limit}")
 
 
 @dataclass
@@ -248,7 +260,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
             activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
             reserve: float = 0.10, expert_imbalance: float = 1.0, kv_host_fraction: float = 0.0,
             kv_host_overlap: float = 0.0, step_model: StepModel | None = None, engine=None,
-            prefix_hit_rate: float = 0.0) -> Prediction:
+            prefix_hit_rate: float = 0.0, beyond_context: bool = False) -> Prediction:
     """Predict TTFT, TPOT, E2E and throughputs of a static batch on one replica.
 
     Parameters
@@ -282,6 +294,9 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     prefix_hit_rate : float
         Share of each prompt found in the engine's prefix cache, [0, 1) (needs ``engine``): those
         tokens are attended, not computed.
+    beyond_context : bool
+        Allow isl + osl beyond the model's declared context (published benchmarks sometimes run
+        there); by default that is an error.
 
     Returns
     -------
@@ -296,7 +311,9 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     b = _positive_array("batch", batch)
     i = _positive_array("isl", isl)
     o = _positive_array("osl", osl)
-    b, i, o = (np.array(x) for x in np.broadcast_arrays(b, i, o))
+    b, i, o = broadcast("batch, isl, osl", b, i, o)
+    if not beyond_context:
+        check_context(sm.model, i, o)
 
     ttft, tpot, pre_bound, dec_bound, stacked_parts = _phase_times_chunked(sm, b, i, o)
     served = None

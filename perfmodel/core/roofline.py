@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..errors import ConfigError
+
 
 def roofline_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: ArrayLike,
                   bandwidth: ArrayLike) -> np.ndarray:
@@ -31,6 +33,8 @@ def roofline_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: ArrayLik
     numpy.ndarray
         Time [s]. Example: 70 GB read at 2 TB/s takes at least 0.035 s, whatever P is.
     """
+    _non_negative(flops=flops, bytes_moved=bytes_moved)
+    _positive(peak_flops=peak_flops, bandwidth=bandwidth)
     return np.maximum(np.divide(flops, peak_flops), np.divide(bytes_moved, bandwidth))
 
 
@@ -54,7 +58,25 @@ def message_time(size: ArrayLike, bandwidth: ArrayLike, alpha: ArrayLike) -> np.
         Time [s]. Note it is a sum, never ``max(alpha, S/B)``: 80 dependent round trips at 10 µs
         add 0.8 ms before any data volume.
     """
+    _non_negative(size=size, alpha=alpha)
+    _positive(bandwidth=bandwidth)
     return np.add(alpha, np.divide(size, bandwidth))
+
+
+def _positive(**values: ArrayLike) -> None:
+    """Refuse rates (bandwidth, peak) that are NaN or not > 0 (infinity is allowed: a free link)."""
+    for name, value in values.items():
+        arr = np.asarray(value, dtype=float)
+        if np.any(np.isnan(arr)) or np.any(arr <= 0):
+            raise ConfigError(f"{name}: must be > 0 (and not NaN), got {value!r}")
+
+
+def _non_negative(**values: ArrayLike) -> None:
+    """Refuse negative or NaN arguments (a negative size or time has no meaning here)."""
+    for name, value in values.items():
+        arr = np.asarray(value, dtype=float)
+        if np.any(np.isnan(arr)) or np.any(arr < 0):
+            raise ConfigError(f"{name}: must be >= 0 (and not NaN), got {value!r}")
 
 
 def crossover_tokens(ttft_a: ArrayLike, tpot_a: ArrayLike, ttft_b: ArrayLike,
@@ -77,6 +99,7 @@ def crossover_tokens(ttft_a: ArrayLike, tpot_a: ArrayLike, ttft_b: ArrayLike,
         below 1 mean one configuration finishes first for every answer length. Example: A (0.2 s,
         40 ms) and B (0.5 s, 30 ms) cross at 31 tokens, both finishing at 1.4 s.
     """
+    _non_negative(ttft_a=ttft_a, tpot_a=tpot_a, ttft_b=ttft_b, tpot_b=tpot_b)
     num = np.subtract(ttft_b, ttft_a, dtype=float)
     den = np.subtract(tpot_a, tpot_b, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):

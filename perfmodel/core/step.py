@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks import real
 from ..errors import ConfigError
-from ..hardware import Accelerator, Link, load_accelerator, load_link
+from ..hardware import Accelerator, Link, System, load_accelerator, load_hardware, load_link
 from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
 from ..precision import Precision, dtype, serving_activations
@@ -155,6 +156,25 @@ class StepBreakdown:
         return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
 
 
+def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
+    """A replica given a *system* id (``hgx-h100``) must fit in that system's device count.
+
+    Raises
+    ------
+    ConfigError
+        tp * dp_attention * pp exceeds the system's count (name the accelerator id to span systems).
+    """
+    if not isinstance(hardware, (str, System)) or not all(type(v) is int for v in (tp, pp, dp_attention)):
+        return  # an accelerator (no count), or degrees that Parallel.build refuses with their own message
+    spec = hardware if isinstance(hardware, System) else load_hardware(hardware)
+    devices = tp * pp * dp_attention  # type: ignore[operator]
+    if isinstance(spec, System) and devices > spec.count:
+        raise ConfigError(f"hardware: {spec.id} has {spec.count} x {spec.accelerator}, but tp*dp_attention*pp = "
+                          f"{devices} devices (tp={tp}, dp_attention={dp_attention}, pp={pp}); allowed: at most "
+                          f"{spec.count}, or name the accelerator '{spec.accelerator}' for a replica spanning "
+                          f"several systems")
+
+
 class StepModel:
     """A model replica on one accelerator type: step times, memory and KV capacity.
 
@@ -200,6 +220,7 @@ class StepModel:
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                        moe_tp=moe_tp)
+        check_system_size(hardware, tp, pp, dp_attention)
         if activations is None and dtype(weights, "weights").name == "mxfp4":  # the checkpoint's own kernels
             activations = serving_activations("mxfp4", "fp4" in self.hardware.compute)
         self.precision = Precision.of(weights, activations, kv_cache)
@@ -207,13 +228,10 @@ class StepModel:
         # fused-MoE terms: the MoE kernel's own where the profile has them, else the GEMM format's
         moe_format = self.precision.moe_format
         self.moe_format = moe_format if self.efficiency.op(f"moe.{moe_format}") else self.precision.matmul_format
-        if not 0 <= reserve < 1:
-            raise ConfigError(f"reserve: must be in [0, 1), got {reserve}")
-        if expert_imbalance < 1:
-            raise ConfigError(f"expert_imbalance: must be >= 1 (1 = uniform routing), got {expert_imbalance}")
-        for name, v in (("kv_host_fraction", kv_host_fraction), ("kv_host_overlap", kv_host_overlap)):
-            if not 0 <= v <= 1:
-                raise ConfigError(f"{name}: must be within [0, 1], got {v}")
+        reserve = real(reserve, "reserve", 0, 1, hi_open=True)
+        expert_imbalance = real(expert_imbalance, "expert_imbalance (1 = uniform routing)", lo=1)
+        kv_host_fraction = real(kv_host_fraction, "kv_host_fraction", 0, 1)
+        kv_host_overlap = real(kv_host_overlap, "kv_host_overlap", 0, 1)
         self.kv_host_fraction = kv_host_fraction
         self.kv_host_overlap = kv_host_overlap
         self.host_bandwidth = self._host_bandwidth() if kv_host_fraction > 0 else np.inf

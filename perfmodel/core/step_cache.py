@@ -20,7 +20,7 @@ from typing import Any
 
 from ..hardware import load_accelerator
 from ..modelspec import load_model
-from .step import StepModel
+from .step import StepModel, check_system_size
 
 #: Most StepModels kept (least recently used dropped first).
 MAX_ENTRIES = 64
@@ -51,6 +51,7 @@ def cached_step_model(model, hardware, **options: Any) -> StepModel:
     StepModel
         Shared between calls with equal arguments: do not modify it.
     """
+    check_system_size(hardware, options.get("tp", 1), options.get("pp", 1), options.get("dp_attention", 1))
     model_spec, accelerator = load_model(model), load_accelerator(hardware)
     key = (id(model_spec), id(accelerator), *((name, _key(v)) for name, v in sorted(options.items())))
     with _lock:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ..errors import SpecError
 from ..hardware.registry import read_yaml
 from ..hardware.schema import format_validation_error
+from ..units import units_required
 from .schema import Deployment
 
 
@@ -65,10 +66,14 @@ def load_deployment(source: str | Path | dict[str, Any] | Deployment, check: boo
             if isinstance(data, dict):
                 data = _rebase_paths(data, Path(source).parent)
         if not isinstance(data, dict):
-            raise SpecError(f"{origin}: expected a mapping with model, pools and placement, "
-                            f"got {type(data).__name__}")
+            got = "an empty file" if data is None else type(data).__name__
+            raise SpecError(f"{origin}: expected a mapping with model, pools and placement, got {got}")
         try:
-            dep = Deployment.model_validate(data)
+            if origin == "<deployment>":
+                dep = Deployment.model_validate(data)
+            else:
+                with units_required():  # a file writes quantities with their units
+                    dep = Deployment.model_validate(data)
         except ValidationError as exc:
             raise SpecError(f"{origin}: " + format_validation_error(exc, Deployment)) from None
     if check:

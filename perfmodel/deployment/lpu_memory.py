@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..checks import choice
 from ..core.memory import ffn_weight_elems, weights_per_device, workspace_bytes
 from ..core.parallel import Parallel
 from ..errors import ConfigError, unknown_name
@@ -59,7 +60,8 @@ def part_weight_bytes(model: ModelSpec, weights_dtype: str, part: Part = "ffn") 
     par = Parallel.build(model)
     ffn = ffn_weight_bytes_per_device(model, par, prec)
     whole = weights_per_device(model, par, prec)
-    return {"ffn": ffn, "attention": whole - ffn, "all": whole}[part]
+    parts = {"ffn": ffn, "attention": whole - ffn, "all": whole}
+    return parts[choice(part, "part", parts)]
 
 
 def min_devices_for_weights(model: str | ModelSpec, hardware: str | Accelerator, weights_dtype: str,

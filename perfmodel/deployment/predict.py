@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import broadcast
 from ..core.memory import WORKSPACE_TOKENS, kv_bytes_per_token_device, weights_per_device, workspace_bytes
 from ..core.ops import StepShape
 from ..core.predict import _positive_array, predict
@@ -76,8 +77,8 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
     """
     plan = _plan(deployment)
     model, prec = plan.model, plan.precision
-    b, i, o = (np.array(x, dtype=float) for x in np.broadcast_arrays(
-        _positive_array("batch", batch), _positive_array("isl", isl), _positive_array("osl", osl)))
+    b, i, o = broadcast("batch, isl, osl", _positive_array("batch", batch), _positive_array("isl", isl),
+                        _positive_array("osl", osl))
     n_pre = plan.prefill_prompts(b)
     pre = predict(None, None, isl=i, osl=o, batch=n_pre, step_model=plan.prefill_sm)
     prefill_s = pre.ttft_s

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..core.ops import StepShape
 from ..core.predict import predict
 from ..core.step import StepModel
@@ -60,7 +61,7 @@ def scaling_curve(model, hardware, devices: Sequence[int] = (1, 2, 4, 8), isl: i
         scaling_efficiency, decode_tokens_per_s, per_device_tokens_per_s, comm_s_per_token,
         comm_share, fits.
     """
-    ds = [int(d) for d in devices]
+    ds = [checks.count(d, "devices") for d in devices]
     if not ds or any(d < 1 for d in ds) or any(b <= a for a, b in zip(ds, ds[1:], strict=False)):
         raise ConfigError(f"devices: must be strictly increasing positive integers, got {list(devices)!r}")
     rows = []

@@ -56,6 +56,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError, unknown_name
+from ..fileio import read_yaml
 from ..serving import EngineProfile, load_engine
 
 #: ``backend`` column -> shipped engine preset.
@@ -150,7 +151,9 @@ def list_profiles() -> list[str]:
 def profile_from_dict(data: dict, origin: str) -> dict[str, EngineCalibration]:
     """Engine calibrations from a profile mapping (the file's content)."""
     if not isinstance(data, dict) or data.get("kind") != "engine_calibration":
-        raise SpecError(f"{origin}: expected kind: engine_calibration")
+        got = "an empty file" if data is None else (
+            f"kind {data.get('kind')!r}" if isinstance(data, dict) else type(data).__name__)
+        raise SpecError(f"{origin}: expected a mapping with kind: engine_calibration, got {got}")
     out = {}
     for backend, entry in (data.get("engines") or {}).items():
         if backend not in ENGINE_OF_BACKEND:
@@ -187,14 +190,12 @@ def load_profile(name_or_path: str = "calibrated") -> dict[str, EngineCalibratio
         return presets()
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")):
-        if not Path(text).is_file():
-            raise SpecError(f"engine calibration profile: file not found: {text}")
-        data, origin = yaml.safe_load(Path(text).read_text(encoding="utf-8")), text
+        data, origin = read_yaml(text, what="engine calibration profile"), text
     else:
         if text not in list_profiles():
             raise unknown_name("engine calibration profile", text, list_profiles() + ["preset"])
         origin = f"perfmodel/data/engines_fit/{text}.yaml"
-        data = yaml.safe_load((_root() / f"{text}.yaml").read_text(encoding="utf-8"))
+        data = read_yaml(origin, (_root() / f"{text}.yaml").read_text(encoding="utf-8"))
     fitted = profile_from_dict(data, origin)
     return {**presets(), **fitted}
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import SpecError, unknown_name
-from ..units import DIMENSIONS, to_si
+from ..units import DIMENSIONS, to_si, units_required
 
 SCHEMA_VERSION = 1
 
@@ -329,8 +330,12 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, Figure]]:
             yield from _walk(item, f"{path}.{key}")
 
 
-def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
+def parse_spec(data: Any, origin: str = "<spec>", from_file: bool = False) -> HardwareSpec:
     """Validate a mapping (from YAML) into a hardware spec, with readable errors.
+
+    With ``from_file`` (the content of a YAML file) every quantity needs its unit (``capacity: 80``
+    is refused: 80 what?) unless the mapping has ``units: si`` (then bare numbers are in SI base
+    units, as ``hardware show --format json`` prints them). From Python, bare numbers are SI.
 
     Raises
     ------
@@ -348,8 +353,15 @@ def parse_spec(data: Any, origin: str = "<spec>") -> HardwareSpec:
     kind = data.get("kind")
     if kind not in KINDS:
         raise SpecError(f"{origin}: kind: expected one of accelerator, link, system, got {kind!r}")
+    data = dict(data)
+    units = data.pop("units", None)
+    if units not in (None, "si"):
+        raise SpecError(f"{origin}: units: expected 'si' (bare numbers are in SI base units, as "
+                        f"`hardware show --format json` prints them) or no 'units' key, got {units!r}")
     try:
-        return KINDS[kind].model_validate(data)
+        # quantities need their unit ('80 GB'), unless the file declares 'units: si'
+        with units_required() if from_file and units != "si" else nullcontext():
+            return KINDS[kind].model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{origin}: " + format_validation_error(exc, KINDS[kind])) from None
 
@@ -405,13 +417,24 @@ def _unknown_key_message(key: str, allowed: list[str]) -> str:
     return msg
 
 
+#: At most this many problems of one file are reported (a file of 200k typos answers in a line).
+MAX_PROBLEMS = 10
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def format_validation_error(exc: Any, model: type[BaseModel] | None = None) -> str:
     """Turn a pydantic ValidationError into one line per problem: ``field.path: message``.
 
     With ``model`` (the root schema), unknown keys are reported with the allowed ones and the closest.
     """
     lines = []
-    for err in exc.errors():
+    errors = exc.errors(include_url=False, include_context=False)
+    for err in errors[:MAX_PROBLEMS]:
         parts = [p for p in err["loc"] if p != "[key]"]
         loc = ".".join(str(p) for p in parts if p != "value" or len(parts) == 1)
         msg = err["msg"]
@@ -421,10 +444,15 @@ def format_validation_error(exc: Any, model: type[BaseModel] | None = None) -> s
             key = str(err["loc"][-1])
             msg = _unknown_key_message(key, _allowed_keys(model, err["loc"][:-1]) if model else [])
         elif err["type"] in ("literal_error", "enum"):
-            msg = f"{msg}; got {err.get('input')!r}"
+            msg = f"{msg}; got {_short(err.get('input'))}"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] not in ("value_error", "assertion_error") and "input" in err \
+                and not isinstance(err["input"], (dict, list)):
+            msg = f"{msg}; got {_short(err['input'])}"  # name the offending value
         # our unit errors already start with "value: "; keep the field path instead
         msg = msg.removeprefix("value: ")
         lines.append(f"{loc}: {msg}" if loc else msg)
+    if len(errors) > MAX_PROBLEMS:
+        lines.append(f"and {len(errors) - MAX_PROBLEMS} more problem(s)")
     return "; ".join(lines)

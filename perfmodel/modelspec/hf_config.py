@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..checks import MAX_COUNT
 from ..errors import SpecError
 from .schema import LayerGroup, MLAShape, ModelSpec, MoEShape, RecurrentShape, SparseAttentionShape
 
@@ -53,6 +54,8 @@ class _Reader:
         if value < minimum:
             kind = "positive" if minimum == 1 else f">= {minimum}"
             raise self.fail(f"{self.name(key)} must be {kind}, got {value}")
+        if value > MAX_COUNT:
+            raise self.fail(f"{self.name(key)} must be at most {MAX_COUNT}, got {str(value)[:40]}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:

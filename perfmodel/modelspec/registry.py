@@ -11,11 +11,11 @@ is ``llama-3.1-70b``.
 from __future__ import annotations
 
 import functools
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import fileio
 from ..errors import SpecError, unknown_name
 from .hf_config import from_hf_config
 from .schema import ModelSpec
@@ -52,20 +52,8 @@ def alias_key(name: str) -> str:
 
 
 def _read_json(path: Path | str, text: str | None = None) -> Any:
-    origin = str(path)
-    try:
-        if text is None:
-            text = Path(path).read_text(encoding="utf-8")
-        return json.loads(text)
-    except FileNotFoundError:
-        raise SpecError(f"{origin}: file not found") from None
-    except IsADirectoryError:
-        raise SpecError(f"{origin}: is a directory without a config.json") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"{origin}: not a JSON text file (cannot decode as UTF-8)") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}): "
-                        f"{exc.msg}") from None
+    """Parse a config.json (errors name the file; see :func:`perfmodel.fileio.read_json`)."""
+    return fileio.read_json(path, text, what="JSON file (config.json)")
 
 
 def _unwrap(data: Any, origin: str) -> tuple[dict, dict]:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ConfigError, SpecError, unknown_name
 from ..hardware.registry import read_yaml
-from ..units import to_si
+from ..units import to_si, units_required
 
 Metric = Literal["tokens_per_s_per_mw", "per_device_tokens_per_s", "per_user_tokens_per_s",
                  "output_tokens_per_s"]
@@ -156,8 +156,14 @@ def load_claim(source: str | Path | dict | Claim) -> Claim:
         data, origin = read_yaml(source), str(source)
     else:
         raise unknown_name("claim", str(source), list_claims())
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else type(data).__name__
+        raise SpecError(f"{origin}: expected a mapping of claim fields, got {got}")
     try:
-        return Claim.model_validate(data)
+        if origin == "claim":
+            return Claim.model_validate(data)
+        with units_required():  # a file writes quantities with their units
+            return Claim.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{origin}: {format_validation_error(exc, Claim)}") from None
 

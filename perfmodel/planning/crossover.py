@@ -120,7 +120,8 @@ def prefill_bottleneck_isl(model: Any = None, hardware: Any = None, osl: int = 2
     sm = _step_model(model, hardware, step_model, layout)
 
     def frac(isl: ArrayLike):
-        p = predict(None, None, isl=np.atleast_1d(isl), osl=osl, batch=batch, step_model=sm)
+        # a sweep of the formula up to isl_max, which may pass the model's declared context
+        p = predict(None, None, isl=np.atleast_1d(isl), osl=osl, batch=batch, step_model=sm, beyond_context=True)
         return p.ttft_s / p.e2e_s, p
 
     grid = np.unique(np.geomspace(1, isl_max, 160).round())

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..errors import ConfigError, PerfmodelError
 from ..hardware import load_hardware
 from ..modelspec import load_model
@@ -314,6 +315,12 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
 
     if objective not in OBJECTIVES:
         raise ConfigError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    utilisation = checks.real(utilisation, "utilisation (busy fraction)", 0, 1)
+    requests, max_replicas = checks.count(requests, "requests"), checks.count(max_replicas, "max_replicas")
+    extra_replicas, seed = checks.count(extra_replicas, "extra_replicas", 0), checks.count(seed, "seed", 0, 2**63 - 1)
+    tp = [checks.count(t, "tp") for t in tp]
+    if target is not None:
+        target = checks.real(target, "target (attainment fraction)", 0, 1, lo_open=True)
     w = load_workload(workload)
     s = slo if slo is not None else w.slo
     if isinstance(s, Mapping):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import SpecError
 from ..hardware.registry import read_yaml
 from ..hardware.schema import format_validation_error
-from ..units import to_si
+from ..units import to_si, units_required
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -65,5 +65,11 @@ def validate(model: type[M], data: Any, origin: str) -> M:
 
 
 def load_yaml_spec(model: type[M], path: str | Path) -> M:
-    """Read a YAML file and validate it into ``model`` (errors name the file)."""
-    return validate(model, read_yaml(path), str(path))
+    """Read a YAML file and validate it into ``model`` (errors name the file; quantities need units)."""
+    return validate_file(model, read_yaml(path), str(path))
+
+
+def validate_file(model: type[M], data: Any, origin: str) -> M:
+    """Like :func:`validate` for the content of a file: a bare number for a quantity is an error."""
+    with units_required():
+        return validate(model, data, origin)

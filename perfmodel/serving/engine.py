@@ -35,7 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..errors import unknown_name
 from ..hardware.registry import read_yaml
-from ._spec import Strict, seconds, validate
+from ._spec import Strict, seconds, validate, validate_file
 
 Policy = Literal["decode_first", "prefill_first"]
 KVAdmission = Literal["on_demand", "reserve_full"]
@@ -135,7 +135,7 @@ def _shipped() -> dict[str, str]:
 @functools.cache
 def _load_shipped(name: str) -> EngineProfile:
     texts = _shipped()
-    return validate(EngineProfile, read_yaml(f"data/engines/{name}.yaml", texts[name]),
+    return validate_file(EngineProfile, read_yaml(f"data/engines/{name}.yaml", texts[name]),
                     f"data/engines/{name}.yaml")
 
 
@@ -173,7 +173,7 @@ def load_engine(name_or_path: str | Path | EngineProfile | dict | None = "vllm",
     else:
         text = str(name_or_path)
         if text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text:
-            prof = validate(EngineProfile, read_yaml(text), text)
+            prof = validate_file(EngineProfile, read_yaml(text), text)
         else:
             key = _ALIASES.get(text.lower(), text.lower())
             if key not in _shipped():

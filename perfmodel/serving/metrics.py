@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import checks
 from .state import CANCELLED, COMPLETED, IN_FLIGHT, REJECTED
 
 if TYPE_CHECKING:
@@ -86,8 +87,7 @@ def slo_masks(res: SimulationResult, slo: SLO) -> tuple[np.ndarray, np.ndarray, 
 
 def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0) -> dict[str, Any]:
     """The summary dictionary of a simulation (see :meth:`SimulationResult.summary`)."""
-    if not 0.0 <= warmup < 1.0:
-        raise ValueError(f"warmup: a fraction in [0, 1), got {warmup!r}")
+    warmup = checks.real(warmup, "warmup (fraction of earliest requests left out)", 0.0, 1.0, hi_open=True)
     keep = np.arange(res.n) >= int(warmup * res.n)
     st = res.status[keep]
     done = keep & (res.status == COMPLETED)
@@ -146,7 +146,7 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
             s[f"{name}_at_target_percentile_s"] = pq
             separate &= pq <= limit
         s["slo_separate_percentiles_pass"] = bool(separate)
-    else:
-        s["slo_attainment"] = float("nan")
-        s["goodput_rps"] = float("nan")
+    else:  # no objective: nothing to attain (None, not NaN: the run itself may be fine)
+        s["slo_attainment"] = None
+        s["goodput_rps"] = None
     return s

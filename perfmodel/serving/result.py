@@ -220,7 +220,7 @@ class SimulationResult:
         rows = []
         for key, fmt in self._SHOW:
             v = s.get(key)
-            if isinstance(v, float) and not math.isfinite(v):
+            if v is None or (isinstance(v, float) and not math.isfinite(v)):
                 continue
             rows.append((key, fmt.format(v)))
         return rows

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import checks
 from ..errors import ConfigError
 from ._spec import validate
 from .protocol import resolve_step_model
@@ -116,9 +117,12 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         w = w.replace(slo=validate(SLO, slo, "slo") if isinstance(slo, dict) else slo)
     if w.slo is None or not w.slo.limits():
         raise ConfigError("max_load: an SLO with at least one limit (ttft, tpot, e2e, ttfat) is required")
-    goal = float(target if target is not None else w.slo.target)
-    if not 0 < goal <= 1:
-        raise ConfigError(f"target: an attainment fraction in (0, 1], got {target!r}")
+    goal = checks.real(target if target is not None else w.slo.target, "target (attainment fraction)", 0, 1,
+                       lo_open=True)
+    rel_tol = checks.real(rel_tol, "rel_tol", 0, 1, lo_open=True, hi_open=True)
+    max_simulations = checks.count(max_simulations, "max_simulations")
+    if start is not None:
+        start = checks.real(start, "start", 0, lo_open=True)
     mode = mode or ("concurrency" if w.is_closed_loop else "rate")
     if mode not in ("rate", "concurrency"):
         raise ConfigError(f"mode: expected 'rate' or 'concurrency', got {mode!r}")

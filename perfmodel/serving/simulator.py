@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import checks
 from ..errors import ConfigError
 from ..units import to_si
 from .engine import EngineProfile
@@ -30,7 +31,7 @@ from .result import SimulationResult
 from .scheduler import Replica
 from .state import CANCELLED, COMPLETED, DONE, IN_FLIGHT, PREFILL, REJECTED, TRANSFER, WAITING, RequestTable
 from .steptable import StepTimer
-from .workload import SLO, Workload, interarrivals, load_workload, read_trace, sample_lengths
+from .workload import SLO, Workload, check_context, interarrivals, load_workload, read_trace, sample_lengths
 
 ARRIVAL, TIMEOUT, XFER, ENTER = 0, 1, 2, 3
 ROUTERS = ("least_loaded", "round_robin", "random")
@@ -379,14 +380,12 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         w = w.replace(slo=slo)
     if router not in ROUTERS:
         raise ConfigError(f"router: expected one of {', '.join(ROUTERS)}, got {router!r}")
-    if int(replicas) < 1:
-        raise ConfigError(f"replicas: must be >= 1, got {replicas!r}")
+    replicas, seed = checks.count(replicas, "replicas"), checks.count(seed, "seed", 0, 2**63 - 1)
+    check_context(w, getattr(step_model, "model", None))
     hz = w.horizon if horizon is None else to_si(horizon, "time", "horizon")
-    n_req = requests if requests is not None else w.requests
+    n_req = checks.optional_count(requests if requests is not None else w.requests, "requests")
     if n_req is None and hz is None:
         n_req = DEFAULT_REQUESTS
-    if n_req is not None and int(n_req) < 1:
-        raise ConfigError(f"requests: must be >= 1, got {n_req!r}")
     sim = _Sim(w, None if n_req is None else int(n_req), math.inf if hz is None else float(hz),
                int(seed), router)
     sim.generate_load()

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import checks
 from ..errors import ConfigError
 from .prefill import prefill_batch_time, prefix_step_time
 from .protocol import resolve_step_model
@@ -139,6 +140,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         think_time = w.arrival.think_time
         if prefix_hit_rate is None:
             prefix_hit_rate = w.prefix_hit_rate
+    concurrency = checks.reals(concurrency, "concurrency (clients per replica)", 0, lo_open=True)
+    think_time = checks.reals(think_time, "think_time [s]", 0)
+    isl, osl = (None if v is None else checks.reals(v, name, 1) for v, name in ((isl, "isl"), (osl, "osl")))
     from ..engine.engine import Engine  # the engine package builds on serving's profiles
 
     serving_engine = Engine.load(engine)

@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from ..errors import SpecError
+from ..errors import ConfigError, SpecError
+from ..fileio import read_csv
 from ..hardware.registry import read_yaml
 from ..units import to_si
-from ._spec import Strict, optional_seconds, seconds, validate
+from ._spec import Strict, optional_seconds, seconds, validate, validate_file
 
 # ----------------------------------------------------------------------------------------------
 # length distributions
@@ -72,6 +73,12 @@ class LogNormal(Strict):
     sigma: float = Field(ge=0)
     min: int = Field(default=1, ge=0)
     max: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _order(self) -> LogNormal:
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be >= min ({self.min})")
+        return self
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         mu = np.log(self.mean) - 0.5 * self.sigma ** 2
@@ -354,11 +361,41 @@ def load_workload(path_or_spec: str | Path | dict | Workload) -> Workload:
     data = read_yaml(path)
     if isinstance(data, dict):
         data = {**data, "base_dir": str(path.resolve().parent)}
-    return validate(Workload, data, str(path))
+    return validate_file(Workload, data, str(path))
 
 
 # ----------------------------------------------------------------------------------------------
 # sampling
+
+
+def shortest(d: Any) -> int:
+    """Smallest length a distribution can draw [tokens]."""
+    for attr in ("value", "low", "min"):
+        v = getattr(d, attr, None)
+        if v is not None:
+            return int(v)
+    return int(min(d.values))
+
+
+def check_context(w: Workload, model: Any) -> None:
+    """Refuse a workload none of whose requests fits the model's declared context.
+
+    The shortest possible request needs ``isl + reasoning + osl - 1`` tokens of context; if even that
+    exceeds ``model.max_position_embeddings`` every request would be refused.
+
+    Raises
+    ------
+    ConfigError
+        Names the shortest request and the model's limit.
+    """
+    limit = getattr(model, "max_position_embeddings", None)
+    if not limit or w.arrival.process == "trace":
+        return
+    need = shortest(w.isl) + shortest(w.reasoning_tokens) + shortest(w.osl) - 1
+    if need > limit:
+        raise ConfigError(f"isl + osl: every request of workload {w.name!r} needs at least {need} tokens of "
+                          f"context (isl {shortest(w.isl)}, reasoning {shortest(w.reasoning_tokens)}, osl "
+                          f"{shortest(w.osl)}), more than {model.id}'s {limit} (max_position_embeddings)")
 
 
 def _trace_path(w: Workload) -> Path:
@@ -370,23 +407,19 @@ def _trace_path(w: Workload) -> Path:
 
 def read_trace(w: Workload) -> dict[str, np.ndarray]:
     """Read the trace CSV of ``w``: ``arrival_s`` sorted and rebased to 0, optional length columns."""
-    import pandas as pd
-
     path = _trace_path(w)
     try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise SpecError(f"arrival.trace: file {str(path)!r} not found") from None
-    if "arrival_s" not in df.columns:
-        raise SpecError(f"arrival.trace: {str(path)!r} needs a column 'arrival_s' [s]; "
-                        f"found {', '.join(map(str, df.columns))}")
+        df = read_csv(path, "trace CSV", required=("arrival_s",),
+                      numeric=("arrival_s", "isl", "osl", "reasoning_tokens"))
+    except SpecError as exc:
+        raise SpecError(f"arrival.trace: {exc} (the trace needs a column 'arrival_s' [s])") from None
     order = np.argsort(df["arrival_s"].to_numpy(float), kind="stable")
     out = {}
     for col in ("arrival_s", "isl", "osl", "reasoning_tokens"):
         if col in df.columns:
             v = df[col].to_numpy()[order]
             if not np.all(np.isfinite(v.astype(float))) or np.any(v.astype(float) < 0):
-                raise SpecError(f"arrival.trace: column {col!r} must be finite and >= 0")
+                raise SpecError(f"arrival.trace: {path}: column {col!r} must be finite and >= 0")
             out[col] = v.astype(float if col == "arrival_s" else np.int64)
     out["arrival_s"] = (out["arrival_s"] - out["arrival_s"][0]) * w.arrival.time_scale
     return out

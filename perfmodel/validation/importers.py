@@ -24,7 +24,6 @@ used when the caller leaves them out). Only means are imported (the CSV schema h
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import PerfmodelError
+from ..fileio import read_json
 from .rows import QUANT_MODE_OF_PRECISION
 
 
@@ -137,12 +137,7 @@ def _aiperf(data: dict, tool: str) -> dict[str, Any]:
 def read_result(path: str | Path) -> dict[str, Any]:
     """Means and run facts of one result file: ``ttft_ms, tpot_ms, isl, osl, concurrency, model, tool``."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PerfmodelError(f"{p}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise PerfmodelError(f"{p}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    data = read_json(p, what="benchmark result JSON")
     if not isinstance(data, dict):
         raise PerfmodelError(f"{p}: expected a JSON object")
     fmt = detect_format(data)

@@ -13,7 +13,6 @@ and dispatches on its columns:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import fileio
 from ..core.efficiency import check_profile, profile_for
 from ..engine.calibration import load_profile
 from ..errors import ConfigError, PerfmodelError, UnknownNameError
@@ -47,6 +47,14 @@ OP_TABLES: dict[str, tuple[str, ...]] = {
 #: Whole forward steps measured outside a serving engine (``benchmarks/device_ops.py``: decode_step.csv,
 #: prefill_step.csv, which adds ``prefill_tokens``).
 STEP_COLUMNS = ("model", "system", "batch_size", "context", "weights", "kv_cache_dtype", "latency_ms")
+
+#: Columns that must hold numbers (empty cells allowed), by table kind.
+NUMERIC_COLUMNS: dict[str, tuple[str, ...]] = {
+    "serving": ("isl", "osl", "batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size",
+                "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms"),
+    "step": ("batch_size", "context", "prefill_tokens", "latency_ms"),
+    "ops": ("latency_ms",),
+}
 
 
 @dataclass
@@ -90,11 +98,17 @@ def detect_kind(columns) -> str:
         for name, needed in OP_TABLES.items():
             if set(needed) <= cols:
                 return f"ops:{name}"
+    schemas = {"the serving_measured.csv schema": SERVING_COLUMNS,
+               "published_end_to_end.csv": PUBLISHED_COLUMNS, "a whole-step table": STEP_COLUMNS,
+               **{f"a per-op {k} table": (*v, "latency_ms") for k, v in OP_TABLES.items()}}
+    name, needed = min(schemas.items(), key=lambda kv: sum(c not in cols for c in kv[1]))
+    missing = [c for c in needed if c not in cols]
     raise PerfmodelError(
-        f"unrecognised measurement table (columns {sorted(cols)[:12]}...); expected the "
-        f"serving_measured.csv schema (needs {list(SERVING_COLUMNS)}), published_end_to_end.csv "
-        f"(needs {list(PUBLISHED_COLUMNS)}), a whole-step table (needs {list(STEP_COLUMNS)}) or a per-op "
-        f"table with latency_ms")
+        f"unrecognised measurement table: closest is {name}, which misses column(s) "
+        f"{', '.join(map(repr, missing))} (found {', '.join(map(str, sorted(cols)[:12]))}"
+        f"{', ...' if len(cols) > 12 else ''}); expected serving_measured.csv (needs {list(SERVING_COLUMNS)}), "
+        f"published_end_to_end.csv (needs {list(PUBLISHED_COLUMNS)}), a whole-step table "
+        f"(needs {list(STEP_COLUMNS)}) or a per-op table with latency_ms")
 
 
 def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = True
@@ -327,17 +341,22 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV (plain or compressed) as strings-preserving where the schema needs it."""
-    p = Path(path)
-    if not p.exists():
-        raise PerfmodelError(f"--data: {p}: file not found")
+    """Read a CSV (plain or compressed) as strings-preserving where the schema needs it.
+
+    Raises
+    ------
+    SpecError
+        The file cannot be read as a table with rows (see :func:`perfmodel.fileio.read_csv`), or a
+        numeric column of its schema holds text (column, row and value named).
+    """
+    df = fileio.read_csv(path, "measurement table")
+    if set(PUBLISHED_COLUMNS) <= set(df.columns):
+        return fileio.read_csv(path, "measurement table", keep_default_na=False, dtype=str)
     try:
-        head = pd.read_csv(p, nrows=0)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise PerfmodelError(f"--data: {p}: not a readable CSV ({exc})") from None
-    if set(PUBLISHED_COLUMNS) <= set(head.columns):
-        return pd.read_csv(p, keep_default_na=False, dtype=str)
-    return pd.read_csv(p)
+        kind = detect_kind(df.columns)
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"{path}: {exc}") from None
+    return fileio.check_numeric(df, NUMERIC_COLUMNS.get(kind.split(":")[0], ()), path)
 
 
 def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated",
@@ -357,7 +376,9 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
     p = Path(path)
     if p.suffix.lower() == ".json":
         if deployment is None:
-            data = json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+            data = fileio.read_json(p)
+            if not isinstance(data, dict):
+                raise PerfmodelError(f"{p}: expected a benchmark result JSON object, got {type(data).__name__}")
             raise PerfmodelError(f"{p}: a benchmark result JSON ({'keys: ' + ', '.join(list(data)[:5])}) "
                                  f"needs the deployment it ran on: --system, --backend, --tp ...")
         return validate_serving(import_results([p], deployment), efficiency, engines, include_anomalous)

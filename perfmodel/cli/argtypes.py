@@ -1,0 +1,111 @@
+"""Flag checks: argparse ``type=`` converters (ranges via :mod:`perfmodel.checks`) and combinations.
+
+A bad flag is refused while parsing: argparse prints the usage and ``argument --FLAG: must be ...,
+got VALUE`` and exits with status 2. Contradictory flags raise :class:`perfmodel.errors.ConfigError`
+(one line, status 2); a run where no point asked for is feasible exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from .. import checks
+from ..errors import ConfigError, PerfmodelError
+
+#: Largest random seed accepted (numpy takes any non-negative integer; 2^63 - 1 keeps it an int64).
+MAX_SEED = 2**63 - 1
+
+
+def _parse(text: str, convert: Callable[[str], object], what: str) -> object:
+    try:
+        return convert(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def count(lo: int = 1, hi: int = checks.MAX_COUNT) -> Callable[[str], int]:
+    """A whole number in ``[lo, hi]``."""
+    def convert(text: str) -> int:
+        try:
+            return checks.count(_parse(text, int, "a whole number"), "value", lo, hi)
+        except PerfmodelError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
+    convert.__name__ = "whole number"
+    return convert
+
+
+def real(lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+         hi_open: bool = False) -> Callable[[str], float]:
+    """A finite number within the bounds."""
+    def convert(text: str) -> float:
+        try:
+            return checks.real(_parse(text, float, "a number"), "value", lo, hi, lo_open, hi_open)
+        except PerfmodelError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
+    convert.__name__ = "number"
+    return convert
+
+
+def count_list(lo: int = 1, hi: int = checks.MAX_COUNT) -> Callable[[str], list[int]]:
+    """Comma-separated whole numbers in ``[lo, hi]``, e.g. ``1,8,64``."""
+    return _listed(count(lo, hi), "whole number")
+
+
+def real_list(lo: float | None = None, lo_open: bool = False) -> Callable[[str], list[float]]:
+    """Comma-separated finite numbers above ``lo``, e.g. ``0.5,1,2``."""
+    return _listed(real(lo, lo_open=lo_open), "number")
+
+
+def _listed(one: Callable[[str], object], what: str) -> Callable[[str], list]:
+    def convert(text: str) -> list:
+        try:
+            values = [one(v) for v in text.split(",") if v.strip()]
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (in {text!r})") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected at least one {what}")
+        return values
+    convert.__name__ = f"list of {what}s"
+    return convert
+
+
+POSITIVE = count()
+NON_NEGATIVE = count(0)
+SEED = count(0, MAX_SEED)
+FRACTION = real(0, 1, lo_open=True)  # (0, 1]: an attainment target or a utilisation
+POSITIVE_REAL = real(0, lo_open=True)
+
+
+#: Flags a deployment file fixes itself, with their parser defaults.
+_LAYOUT_FLAGS = {"model": None, "hardware": None, "tp": 1, "pp": 1, "ep": 1, "dp_attention": 1,
+                 "weights": "bf16", "activations": None, "kv_cache": "bf16"}
+
+
+def refuse_with_deployment(args: argparse.Namespace) -> None:
+    """``--deployment FILE`` fixes model, hardware, layout and formats: refuse flags that would be ignored.
+
+    Raises
+    ------
+    ConfigError
+        Names the contradictory flags and their values.
+    """
+    given = [f"--{k.replace('_', '-')} {getattr(args, k)}" for k, default in _LAYOUT_FLAGS.items()
+             if hasattr(args, k) and getattr(args, k) != default]
+    if given:
+        raise ConfigError(f"--deployment {args.deployment}: the file sets model, hardware, layout and formats; "
+                          f"drop {', '.join(given)} (or drop --deployment)")
+
+
+def no_feasible_point(command: str, unfit: Sequence[dict], total: int, why: str = "fit_reason") -> int:
+    """Exit status of a command whose points may not fit: 1 (with one line why) when none fits, else 0.
+
+    ``why`` is the key of each unfit record that holds its reason.
+    """
+    if total and len(unfit) == total:
+        reasons = sorted({str(r.get(why) or "does not fit") for r in unfit})
+        print(f"perfmodel {command}: no operating point asked for is feasible: {'; '.join(reasons)}",
+              file=sys.stderr)
+        return 1
+    return 0
