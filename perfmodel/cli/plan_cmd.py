@@ -61,7 +61,11 @@ def register(sub) -> None:
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
-    p.add_argument("--engine", default="vllm", help="serving-engine profile (default vllm)")
+    p.add_argument("--engine", default="vllm",
+                   help="serving engine: vllm (default), sglang, trtllm (fitted terms) or <name>-preset")
+    p.add_argument("--spec-decode", action="append", default=None, metavar="SPEC",
+                   help="speculative decoding to search, repeatable: off, eagle:k=3, mtp:k=2, ... (default off "
+                        "only); each candidate is tried under each")
     p.add_argument("--price", action="append", help="USD per device-hour, HARDWARE=PRICE (e.g. h100-sxm=2.5/h); "
                                                     "repeat or comma-separate")
     p.add_argument("--price-provider", help="with --objective cost and no --price: take list prices from this "
@@ -106,7 +110,7 @@ def run(args) -> int:
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
                   idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
-                  price_provider=args.price_provider)
+                  price_provider=args.price_provider, spec_decode=args.spec_decode or (None,))
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     if args.format == "json":
         print_json({**result.as_dict(), "note": engine_note(args.engine)})

@@ -162,9 +162,20 @@ def _floor_reason(sm: Any, isl: float, osl: float, slo: Any) -> str | None:
 def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate one candidate (steps 1–5 of the module docstring). Module level: runs on executors.
 
-    Returns a dict with ``accepted`` True and the plan row, or False and the rejection.
+    Returns a dict with ``accepted`` True and the plan row, or False and the rejection; both say
+    which speculative decoding the candidate ran (``spec_decode``).
     """
-    from ..serving import load_engine, max_load, simulate, steady_state
+    from ..engine.engine import Engine
+
+    spec = Engine.load(task["engine"]).spec
+    out = _evaluate(task)
+    out.setdefault("spec_decode", spec.label() if spec is not None else "off")
+    return out
+
+
+def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
+    from ..engine.engine import Engine
+    from ..serving import max_load, simulate, steady_state
 
     c: Candidate = task["candidate"]
     w, slo, rate, goal = task["workload"], task["slo"], task["rate"], task["target"]
@@ -179,8 +190,8 @@ def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
     reason = _floor_reason(sm, isl, osl, slo)
     if reason:
         return {"accepted": False, **_reject(c, "SLO", reason)}
-    eng = load_engine(task["engine"])
-    ss = steady_state(sm, float(eng.max_num_seqs), isl, osl, engine=eng)
+    eng = Engine.load(task["engine"])
+    ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng)
     x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
     # a run must hold several times the replica's concurrency limit, or overload never shows
     requests = max(task["requests"], int(3 * n_cap))
@@ -210,7 +221,9 @@ def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
     power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
     cost = _hourly(c, devices, task["tco"])
     out_tps = summary["throughput_output_tokens_per_s"]
-    return {"accepted": True, "deployment": f"{c.name} x{replicas}", "hardware": c.hardware, **c.layout,
+    spec = eng.spec.label() if eng.spec is not None else "off"
+    name = f"{c.name} x{replicas}" + (f" + {spec}" if eng.spec is not None else "")
+    return {"accepted": True, "deployment": name, "hardware": c.hardware, **c.layout, "spec_decode": spec,
             "devices_per_replica": int(sm.devices), "replicas": replicas, "devices": devices,
             "per_replica_max_rps": cap, "per_replica_steady_state_rps": x_max, "offered_rps": rate, "goodput_rps": summary["goodput_rps"],
             "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
@@ -266,7 +279,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None, requests: int = 300,
          seed: int = 0, max_replicas: int = 256, extra_replicas: int = 3, executor: Any = None,
          progress: bool | None = None, list_prices: bool | None = None,
-         price_provider: str | None = None) -> PlanResult:
+         price_provider: str | None = None, spec_decode: Sequence[Any] = (None,)) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
     Parameters
@@ -305,6 +318,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         Load limit and how many replicas the check may add beyond ⌈λ/λ1⌉.
     executor : None | Executor | dask.distributed.Client
         Evaluate candidates in parallel (:func:`perfmodel.planning.executor.map_tasks`).
+    spec_decode : sequence, optional
+        Speculative-decoding settings to search, each candidate under each (``None`` or ``"off"``,
+        ``"eagle:k=3"``, ``"mtp:k=2"``...; :mod:`perfmodel.engine.speculative`); rows say which.
 
     Returns
     -------
@@ -349,9 +365,12 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
             except PerfmodelError:
                 pb = None
         cands.append(_priced(replace(c, power=pb), price, tco, use_list, price_provider, list_rows))
-    tasks = [{"candidate": c, "workload": w, "slo": s, "rate": lam, "target": s.target, "engine": engine,
+    from ..engine.engine import Engine
+
+    engines = [Engine.load(engine, spec_decode=opt) for opt in (spec_decode or (None,))]
+    tasks = [{"candidate": c, "workload": w, "slo": s, "rate": lam, "target": s.target, "engine": e,
               "seed": seed, "requests": requests, "max_replicas": max_replicas,
-              "extra_replicas": extra_replicas, "tco": tco} for c in cands]
+              "extra_replicas": extra_replicas, "tco": tco} for c in cands for e in engines]
     results = map_tasks(evaluate_candidate, tasks, executor, progress, "candidates")
     keys = OBJECTIVES[objective]
     ranked = sorted((r for r in results if r.pop("accepted")),
@@ -361,7 +380,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     rejected = [r for r in results if "rejected_for" in r]
     inputs = {"model": model, "rate_rps": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
               "slo": s.limits(), "target": s.target, "objective": objective,
-              "engine": engine if isinstance(engine, str) else getattr(engine, "name", str(engine)),
+              "engine": engines[0].label,
+              "spec_decode": [e.spec.label() if e.spec is not None else "off" for e in engines],
               "seed": seed, "requests_per_search_point": requests, "max_replicas": max_replicas,
               "power_basis": power, "utilisation": utilisation, "prices_usd_per_device_hour":
               {c.hardware: c.price for c in cands if c.price is not None},
