@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfmodel.calibration.engine_calibrate import Calibration, calibrate, write_profile
+from perfmodel.calibration.engine_fit import cross_validate
 from perfmodel.core.efficiency import profile_for
 from perfmodel.core.ops import StepShape
 from perfmodel.core.step import StepModel
@@ -33,9 +35,7 @@ from perfmodel.validation.attainable import (
     repeat_agreement,
     variance_explained,
 )
-from perfmodel.validation.calibrate import Calibration, calibrate, write_profile
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.fit import cross_validate
 from perfmodel.validation.metrics import add_errors, not_flagged, summarize
 from perfmodel.validation.models import resolve_model
 from perfmodel.validation.published import validate_published
@@ -527,7 +527,7 @@ METHOD = """\
   outside the decode batch: they enter the closed loop as think time and are added to the TTFT.
 - **Anomalies** (`anomalies.py`): rows below the datasheet roofline floor, above a 5× + 20 ms ceiling, or
   whose id contradicts the recorded layout are reported and excluded from fit and headline.
-- **Fit and CV** (`fit.py`): per engine, six global parameters; grouped 5-fold (groups = deployment
+- **Fit and CV** (`perfmodel/calibration/engine_fit.py`): per engine, six global parameters; grouped 5-fold (groups = deployment
   configurations), leave-one-system-out and leave-one-model-out; every held-out row is predicted by
   parameters fitted without it. Errors are 100·(predicted − measured)/measured; bias = median signed error.
 - **Disaggregated rows** that record both pools' worker counts (146 of 829) are predicted with

@@ -31,8 +31,8 @@ import argparse
 import numpy as np
 import pandas as pd
 
+from perfmodel.calibration.engine_fit import fit_backend, fit_engines, folds
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.fit import fit_backend, fit_engines, folds
 from perfmodel.validation.metrics import error_stats, not_flagged, pct_error
 from perfmodel.validation.run import serving_problem
 

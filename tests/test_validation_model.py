@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perfmodel.calibration.engine_fit import folds
 from perfmodel.engine.calibration import EngineCalibration, load_profile, presets, profile_from_dict
 from perfmodel.engine.engine import Engine
 from perfmodel.serving import load_engine, steady_state
 from perfmodel.serving.waves import wave_wait
-from perfmodel.validation.fit import folds
 from perfmodel.validation.metrics import add_errors, error_stats, pct_error, summarize
 from perfmodel.validation.predict import STEADY_STATE_ITERATIONS
 from perfmodel.validation.stepmodels import StepModelCache

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 import perfmodel.validation.predict as predict_module
+from perfmodel.calibration.engine_calibrate import sha256
+from perfmodel.calibration.engine_fit import fit_backend
 from perfmodel.cli import main
 from perfmodel.engine.calibration import EngineCalibration, load_profile
 from perfmodel.validation.attainable import repeat_agreement
-from perfmodel.validation.calibrate import sha256
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.fit import fit_backend
 from perfmodel.validation.metrics import add_errors, summarize
 from perfmodel.validation.run import detect_kind, serving_problem, validate_file
 

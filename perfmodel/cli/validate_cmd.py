@@ -96,7 +96,7 @@ def run(args) -> int:
     if args.out and len(result.predictions):
         result.predictions.to_csv(args.out, index=False)
     if args.calibrate:
-        from ..validation.calibrate import calibrate_file
+        from ..calibration.engine_calibrate import calibrate_file
 
         result.summary["calibration"] = calibrate_file(args.data, args.calibrate, efficiency=args.efficiency,
                                                        deployment=_deployment(args))

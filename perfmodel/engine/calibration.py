@@ -1,7 +1,7 @@
 """Engine-level calibration parameters and the calibration profile file that stores them.
 
 Global parameters per serving engine (backend), fitted on measured serving runs
-(:mod:`perfmodel.validation.fit`) — not per model, accelerator or row; kernel efficiencies come from
+(:mod:`perfmodel.calibration.engine_fit`) — not per model, accelerator or row; kernel efficiencies come from
 the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`FITTED`):
 
 ``decode_kernel_scale`` [-]

@@ -83,7 +83,7 @@ class Engine:
             a profile YAML path, a profile or its fields.
         calibration : str
             Engine calibration profile for the fitted terms: ``calibrated`` (shipped) or a YAML path
-            written by ``perfmodel.validation.calibrate``.
+            written by ``perfmodel.calibration.engine_calibrate``.
         spec_decode : str | SpecDecode | mapping, optional
             Speculative decoding, e.g. ``"mtp:k=3"``, ``"eagle:k=4,accept=0.7"``, ``"off"``; None keeps
             the engine's (off for a name).

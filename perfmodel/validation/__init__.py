@@ -9,8 +9,8 @@ Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> d
 (physics flags), :mod:`~perfmodel.validation.surrogate` (tabulated step times),
 :mod:`~perfmodel.validation.predict` (closed-loop predictions), :mod:`~perfmodel.serving.waves`
 (synchronised arrival waves), :mod:`~perfmodel.validation.metrics` (errors),
-:mod:`~perfmodel.engine.calibration` (engine parameters and profile files), :mod:`~perfmodel.validation.fit`
-(fit and cross-validation), :mod:`~perfmodel.validation.calibrate` (calibration end to end),
+:mod:`~perfmodel.engine.calibration` (engine parameters and profile files), :mod:`~perfmodel.calibration.engine_fit`
+(fit and cross-validation), :mod:`~perfmodel.calibration.engine_calibrate` (calibration end to end),
 :mod:`~perfmodel.validation.published` (published static-batch figures),
 :mod:`~perfmodel.validation.importers` (vLLM / AIPerf / GenAI-Perf results), :mod:`~perfmodel.validation.run`
 (entry points), :mod:`~perfmodel.validation.report` (tables and figures).

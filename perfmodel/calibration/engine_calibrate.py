@@ -18,11 +18,11 @@ from typing import Any
 import pandas as pd
 
 from ..engine.calibration import EngineCalibration, profile_to_dict, save_profile
-from .fit import F_SCALE, K_FOLDS, cross_validate, fit_engines
-from .metrics import add_errors, not_flagged, summarize
-from .predict import ServingProblem
+from ..validation.metrics import add_errors, not_flagged, summarize
+from ..validation.predict import ServingProblem
+from .engine_fit import F_SCALE, K_FOLDS, cross_validate, fit_engines
 
-#: Cross-validation schemes reported (see :func:`perfmodel.validation.fit.folds`).
+#: Cross-validation schemes reported (see :func:`perfmodel.calibration.engine_fit.folds`).
 CV_SCHEMES = ("kfold", "system", "model")
 
 
@@ -124,8 +124,8 @@ def calibrate_file(data: str | Path, out: str | Path, efficiency="calibrated", d
     dict
         Fitted parameters per backend and training errors.
     """
-    from .importers import import_results
-    from .run import read_table, serving_problem
+    from ..validation.importers import import_results
+    from ..validation.run import read_table, serving_problem
 
     df = import_results([data], deployment) if str(data).lower().endswith(".json") else read_table(data)
     problem, _ = serving_problem(df, efficiency)

@@ -27,8 +27,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..engine.calibration import FITTED, PARAMETERS, EngineCalibration, fit_start, presets
-from .metrics import error_stats, not_flagged, pct_error
-from .predict import ServingProblem
+from ..validation.metrics import error_stats, not_flagged, pct_error
+from ..validation.predict import ServingProblem
 
 #: Scale of the soft-L1 loss in log-ratio units (0.15 ≈ 16 %): residuals beyond it count linearly.
 F_SCALE = 0.15
