@@ -40,7 +40,7 @@ SCHEMAS = (
     ("Deployment", "perfmodel.deployment.schema", "Deployment"),
     ("Workload", "perfmodel.serving.workload", "Workload"),
     ("Workload", "perfmodel.serving", "Workload"),
-    ("Engine profile", "perfmodel.serving.engine", "EngineProfile"),
+    ("Engine profile", "perfmodel.engine.profile", "EngineProfile"),
 )
 #: Shipped files shown as examples: schema title -> (package, path inside it).
 EXAMPLES = {

@@ -21,17 +21,14 @@ import functools
 from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import SpecError, UnknownNameError, unknown_name
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..hardware.registry import read_yaml
+from ..spec_base import Strict as _Strict
 
 Tier = Literal["sram", "hbm", "ddr"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Fitted(_Strict):

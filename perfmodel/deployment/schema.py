@@ -37,20 +37,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..errors import closest
 from ..precision import dtype
+from ..spec_base import Strict as _Strict
 from ..units import to_si
 
 Role = Literal["prefill", "decode_attention", "decode_ffn"]
 ROLES: tuple[str, ...] = ("prefill", "decode_attention", "decode_ffn")
 Mode = Literal["aggregated", "disaggregated", "af-split", "disaggregated+af-split"]
 ComputeKey = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _quantity(value: Any, dimension: str, unit: str, allow_zero: bool = False, hint: str = "") -> float | None:

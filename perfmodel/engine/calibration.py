@@ -57,7 +57,7 @@ import yaml
 
 from ..errors import SpecError, unknown_name
 from ..fileio import read_yaml
-from ..serving import EngineProfile, load_engine
+from .profile import EngineProfile, load_engine
 
 #: ``backend`` column -> shipped engine preset.
 ENGINE_OF_BACKEND = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}

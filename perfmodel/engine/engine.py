@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UnknownNameError, unknown_name
-from ..serving.engine import EngineProfile, list_engines, load_engine
 from .calibration import EngineCalibration, load_profile
+from .profile import EngineProfile, list_engines, load_engine
 from .step import EngineStep
 
 #: Suffix of the uncalibrated variants of the shipped profiles.

@@ -6,7 +6,7 @@ and ``estimate`` give one answer (pinned by the tests).
 
 *Prefill.* With B the engine's token budget per step and I the prompt: when the batch fits one step
 (b·I ≤ B) or b = 1, the prompts are prefilled side by side in prefill-only steps
-(:func:`perfmodel.serving.prefill.prefill_batch_time`: ⌈I/B⌉ chunk steps, attention-equivalent
+(:func:`perfmodel.engine.prefill.prefill_batch_time`: ⌈I/B⌉ chunk steps, attention-equivalent
 prefixes). A larger batch is packed FCFS into full steps of B tokens, each taking
 :math:`t_B`; prompt j (0-based) gets its first token at the end of step ⌈(j + 1)I/B⌉, so the mean over
 the batch is approximated by :math:`t_B\,(\lceil I/B \rceil + \lceil bI/B \rceil)/2`.
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..serving.prefill import prefill_batch_time, prefix_step_time
+from .prefill import prefill_batch_time, prefix_step_time
 
 
 def static_batch_times(engine: Any, step_model: Any, batch, isl, osl,

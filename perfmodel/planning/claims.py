@@ -36,18 +36,15 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ..errors import ConfigError, SpecError, unknown_name
 from ..hardware.registry import read_yaml
+from ..spec_base import Strict as _Strict
 from ..units import to_si, units_required
 
 Metric = Literal["tokens_per_s_per_mw", "per_device_tokens_per_s", "per_user_tokens_per_s",
                  "output_tokens_per_s"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Unknown(_Strict):

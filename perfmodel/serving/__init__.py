@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
-    from .engine import EngineProfile, list_engines, load_engine
+    from ..engine.profile import EngineProfile, list_engines, load_engine
     from .protocol import StepModelLike
     from .result import SimulationResult
     from .search import LoadSearch, max_load

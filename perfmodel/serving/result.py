@@ -186,7 +186,7 @@ class SimulationResult:
         warmup : float
             Fraction of the earliest arrivals left out of the statistics (0 = none).
         """
-        from ._spec import validate
+        from ..spec_base import validate
         from .workload import SLO as _SLO
 
         if isinstance(slo, dict):

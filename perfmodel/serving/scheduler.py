@@ -1,7 +1,7 @@
 """One replica's iteration-level scheduler: which work goes into the next forward step.
 
 At every step boundary the replica composes a step from its running sequences and its FCFS waiting
-queue, following its :class:`~perfmodel.serving.engine.EngineProfile`:
+queue, following its :class:`~perfmodel.engine.profile.EngineProfile`:
 
 ``decode_first`` (vLLM V1, TensorRT-LLM)
     1. one token for every decoding sequence (if the KV cache cannot grow, the newest running request is

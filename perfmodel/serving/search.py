@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import checks
+from ..engine.engine import Engine
 from ..errors import ConfigError
-from ._spec import validate
+from ..spec_base import validate
 from .protocol import resolve_step_model
 from .simulator import Disaggregated, simulate
 from .steady_state import steady_state
@@ -126,8 +127,6 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
     mode = mode or ("concurrency" if w.is_closed_loop else "rate")
     if mode not in ("rate", "concurrency"):
         raise ConfigError(f"mode: expected 'rate' or 'concurrency', got {mode!r}")
-    from ..engine.engine import Engine  # the engine package builds on serving's profiles
-
     eng = Engine.load(engine)
     model = step_model if isinstance(step_model, Disaggregated) else resolve_step_model(step_model)
     cache: dict[float, dict[str, Any]] = {}

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from .. import checks
+from ..engine.engine import Engine
+from ..engine.profile import EngineProfile
 from ..errors import ConfigError
 from ..units import to_si
-from .engine import EngineProfile
 from .protocol import StepModelLike, resolve_step_model
 from .result import SimulationResult
 from .scheduler import Replica
@@ -392,8 +393,6 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     R = sim.req
     max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
     max_ctx = max(max_ctx, int(_dist_max(w)))
-    from ..engine.engine import Engine  # the engine package builds on serving's profiles
-
     eng = Engine.load(engine)
     if isinstance(step_model, Disaggregated):
         d = step_model

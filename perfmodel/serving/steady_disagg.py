@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..engine.engine import Engine
+from ..engine.prefill import prefill_batch_time
 from ..errors import ConfigError
-from .prefill import prefill_batch_time
 from .protocol import resolve_step_model
 from .steady_state import SteadyState
 from .waves import wave_wait
@@ -92,8 +93,6 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         Throughputs are the whole system's; ``n_decode`` is per decode replica; ``limited_by`` is
         ``clients``, ``max_num_seqs``, ``kv_cache`` or ``prefill_pool``.
     """
-    from ..engine.engine import Engine  # the engine package builds on serving's profiles
-
     p_engine = Engine.load(prefill_engine)
     d_engine = Engine.load(decode_engine) if decode_engine is not None else p_engine
     pm, dm = p_engine.step(resolve_step_model(prefill_model)), d_engine.step(resolve_step_model(decode_model))

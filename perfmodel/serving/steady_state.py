@@ -57,8 +57,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import checks
+from ..engine.engine import Engine
+from ..engine.prefill import prefill_batch_time, prefix_step_time
 from ..errors import ConfigError
-from .prefill import prefill_batch_time, prefix_step_time
 from .protocol import resolve_step_model
 from .waves import wave_wait
 from .workload import Workload
@@ -143,8 +144,6 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     concurrency = checks.reals(concurrency, "concurrency (clients per replica)", 0, lo_open=True)
     think_time = checks.reals(think_time, "think_time [s]", 0)
     isl, osl = (None if v is None else checks.reals(v, name, 1) for v, name in ((isl, "isl"), (osl, "osl")))
-    from ..engine.engine import Engine  # the engine package builds on serving's profiles
-
     serving_engine = Engine.load(engine)
     model = serving_engine.step(resolve_step_model(step_model))
     eng = serving_engine.profile

@@ -27,8 +27,8 @@ from bisect import bisect_right
 
 import numpy as np
 
+from ..engine.profile import EngineProfile
 from ..errors import ConfigError
-from .engine import EngineProfile
 from .protocol import StepModelLike
 
 _ROW_BLOCK = 64

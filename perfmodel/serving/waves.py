@@ -14,7 +14,7 @@ over the wave
 .. math:: W = \\frac{\\lceil C/m \\rceil - 1}{2}\\; T_{pre}(m, I)
 
 with :math:`T_{pre}(m, I)` the time to prefill m prompts side by side
-(:func:`perfmodel.serving.prefill.prefill_batch_time`: chunked at B for long prompts, engine overheads
+(:func:`perfmodel.engine.prefill.prefill_batch_time`: chunked at B for long prompts, engine overheads
 included). A fitted *synchronisation* s ∈ [0, 1] per engine mixes the
 two regimes: :math:`\\mathrm{TTFT} = \\mathrm{TTFT}_{steady} + s\\,W` (0 = arrivals fully spread out,
 1 = every request arrives with its whole wave).
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import EngineProfile
-from .prefill import prefill_batch_time
+from ..engine.prefill import prefill_batch_time
+from ..engine.profile import EngineProfile
 
 
 def wave_wait(model, concurrency, isl, engine: EngineProfile, schedulers=1.0) -> np.ndarray:

@@ -20,8 +20,8 @@ from pydantic import Field, field_validator, model_validator
 from ..errors import ConfigError, SpecError
 from ..fileio import read_csv
 from ..hardware.registry import read_yaml
+from ..spec_base import Strict, optional_seconds, seconds, validate, validate_file
 from ..units import to_si
-from ._spec import Strict, optional_seconds, seconds, validate, validate_file
 
 # ----------------------------------------------------------------------------------------------
 # length distributions

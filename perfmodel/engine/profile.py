@@ -35,7 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..errors import unknown_name
 from ..hardware.registry import read_yaml
-from ._spec import Strict, seconds, validate, validate_file
+from ..spec_base import Strict, seconds, validate, validate_file
 
 Policy = Literal["decode_first", "prefill_first"]
 KVAdmission = Literal["on_demand", "reserve_full"]

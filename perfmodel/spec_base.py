@@ -1,4 +1,5 @@
-"""Shared plumbing of the declarative serving specs (engine profiles, workloads, SLOs).
+"""The one strict pydantic base of the declarative specs (engine profiles, workloads, SLOs, claims,
+deployments, dataflow architectures) and its shared validation plumbing.
 
 Every spec is a frozen pydantic v2 model with ``extra="forbid"``; quantities are converted once, at
 validation, to float64 SI with :func:`perfmodel.units.to_si`. Validation errors are re-raised as
@@ -13,16 +14,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import SpecError
-from ..hardware.registry import read_yaml
-from ..hardware.schema import format_validation_error
-from ..units import to_si, units_required
+from .errors import SpecError
+from .hardware.registry import read_yaml
+from .hardware.schema import format_validation_error
+from .units import to_si, units_required
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class Strict(BaseModel):
-    """Base of serving specs: unknown keys are errors, instances are immutable."""
+    """Base of every declarative spec: unknown keys are errors, instances are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
