@@ -102,10 +102,8 @@ def write_outputs(df: pd.DataFrame, outdir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "comparison.csv"]
     df.to_csv(paths[0], index=False)
-    try:
-        from .plots import demo_figures
-    except ImportError:
-        return paths
+    from .plots import demo_figures
+
     for name, fig in demo_figures(df).items():
         path = out / f"{name}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -47,3 +47,14 @@ def test_prompt_steps_without_decodes_are_unchanged():
     e = Engine.load("sglang", spec_decode="ngram:k=4,accept=0.5")
     assert float(e.step(SM).step_time(0, 0.0, 2048.0, 0.0)) == pytest.approx(
         float(Engine.load("sglang").step(SM).step_time(0, 0.0, 2048.0, 0.0)))
+
+
+def test_an_edited_calibration_file_is_read_again(tmp_path):
+    """No path-keyed cache of files a user may edit: a profile YAML changed between calls is re-read."""
+    from perfmodel.engine.calibration import load_profile
+
+    f = tmp_path / "engines.yaml"
+    f.write_text("kind: engine_calibration\nengines:\n  vllm:\n    request_overhead: 0.02\n")
+    assert load_profile(str(f))["vllm"].request_overhead == pytest.approx(0.02)
+    f.write_text("kind: engine_calibration\nengines:\n  vllm:\n    request_overhead: 0.05\n")
+    assert load_profile(str(f))["vllm"].request_overhead == pytest.approx(0.05)

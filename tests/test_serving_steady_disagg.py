@@ -7,9 +7,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from perfmodel.engine.prefill import prefill_batch_time
 from perfmodel.errors import ConfigError
 from perfmodel.serving import Disaggregated, Workload, load_engine, simulate, steady_state_disagg
-from perfmodel.engine.prefill import prefill_batch_time
 from perfmodel.serving.stand_in import ConstantStepModel, LinearStepModel, RooflineStepModel
 
 NO_OVERHEAD = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0)

@@ -39,13 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the Python traceback of an unexpected error (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.endswith(name):
-                continue  # sub-command not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(f".{name}", __name__).register(sub)
     return parser
 
 

@@ -87,10 +87,8 @@ def run(args) -> int:
     batch, isl, osl = _grid(args)
     if args.deployment:
         refuse_with_deployment(args)
-        try:
-            from ..deployment import predict_deployment
-        except ModuleNotFoundError:
-            raise ConfigError("--deployment: deployments are not available in this version") from None
+        from ..deployment import predict_deployment
+
         records = predict_deployment(args.deployment, isl=isl, osl=osl, batch=batch).records()
     else:
         if not args.model or not args.hardware:

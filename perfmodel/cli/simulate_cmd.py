@@ -127,10 +127,8 @@ def _model(args) -> tuple[Any, int]:
         return model, args.replicas or replicas
     if not args.model or not args.hardware:
         raise ConfigError("--model and --hardware are required (or --deployment FILE)")
-    try:
-        from ..core.step import StepModel
-    except ImportError as exc:
-        raise ConfigError(f"the step model (perfmodel.core.step) is not available: {exc}") from None
+    from ..core.step import StepModel
+
     print_notes(checkpoint_note(args.model, args.weights))
     return StepModel(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, weights=args.weights,
                      kv_cache=args.kv_cache), args.replicas or 1

@@ -180,24 +180,28 @@ def profile_from_dict(data: dict, origin: str) -> dict[str, EngineCalibration]:
     return out
 
 
-@functools.cache
 def load_profile(name_or_path: str = "calibrated") -> dict[str, EngineCalibration]:
     """Engine calibrations by shipped profile name or YAML path; missing backends get presets.
 
-    ``"preset"`` returns the uncalibrated presets.
+    ``"preset"`` returns the uncalibrated presets. A YAML path is read on every call (a user may edit
+    the file between calls); shipped profiles are read once.
     """
     if name_or_path == "preset":
         return presets()
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")):
-        data, origin = read_yaml(text, what="engine calibration profile"), text
+        fitted = profile_from_dict(read_yaml(text, what="engine calibration profile"), text)
     else:
-        if text not in list_profiles():
-            raise unknown_name("engine calibration profile", text, list_profiles() + ["preset"])
-        origin = f"perfmodel/data/engines_fit/{text}.yaml"
-        data = read_yaml(origin, (_root() / f"{text}.yaml").read_text(encoding="utf-8"))
-    fitted = profile_from_dict(data, origin)
+        fitted = _shipped_profile(text)
     return {**presets(), **fitted}
+
+
+@functools.cache
+def _shipped_profile(name: str) -> dict[str, EngineCalibration]:
+    if name not in list_profiles():
+        raise unknown_name("engine calibration profile", name, list_profiles() + ["preset"])
+    origin = f"perfmodel/data/engines_fit/{name}.yaml"
+    return profile_from_dict(read_yaml(origin, (_root() / f"{name}.yaml").read_text(encoding="utf-8")), origin)
 
 
 def profile_to_dict(calibrations: dict[str, EngineCalibration], provenance: dict[str, Any],

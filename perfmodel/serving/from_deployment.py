@@ -26,20 +26,12 @@ def pools_from_deployment(source: str | Path | Any) -> tuple[Any, int]:
     Raises
     ------
     ConfigError
-        Deployments are not available in this installation, or the deployment splits attention and
-        FFN across pools.
+        The deployment splits attention and FFN across pools.
     """
-    try:
-        from ..deployment import load_deployment
-    except ModuleNotFoundError:
-        raise ConfigError("--deployment: deployments are not available in this version of perfmodel "
-                          "(perfmodel.deployment is missing); use --model/--hardware/--tp") from None
+    from ..deployment import load_deployment
+    from ..deployment.placement import DeploymentPlan
+
     dep = load_deployment(source)
-    try:
-        from ..deployment.placement import DeploymentPlan
-    except ImportError:
-        raise ConfigError("--deployment: this version of perfmodel.deployment has no DeploymentPlan; "
-                          "the serving simulator cannot read its pools") from None
     plan = DeploymentPlan(dep)
     if getattr(plan, "split", False):
         raise ConfigError(f"--deployment: mode {plan.mode!r} splits attention and FFN across pools; the "

@@ -57,16 +57,11 @@ def resolve_step_model(spec: Any) -> StepModelLike:
     Raises
     ------
     ConfigError
-        The object lacks a member, or ``perfmodel.core.step`` is not available for a mapping.
+        The object lacks a member.
     """
     if isinstance(spec, Mapping):
-        try:
-            from ..core.step import StepModel
-        except ImportError as exc:
-            raise ConfigError(
-                f"step model: cannot build StepModel(**{dict(spec)!r}): perfmodel.core.step is not "
-                f"available ({exc}); pass an object with step_time, kv_bytes_per_token, "
-                f"kv_capacity_tokens and devices instead") from None
+        from ..core.step import StepModel
+
         return StepModel(**dict(spec))
     missing = [m for m in _MEMBERS if not hasattr(spec, m)]
     if missing:
