@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
+from pathlib import Path
 
 from ..errors import PerfmodelError, UnknownNameError
 from ..modelspec import ModelSpec, load_model
@@ -56,9 +57,10 @@ def _bridge(repo_id: str, file: str, how: str) -> ModelSpec:
     return from_hf_config(config, model_id, hf_repo_id=repo_id, source=origin, origin=origin)
 
 
-@functools.cache
 def resolve_model(model_path: str) -> ModelSpec:
     """Model spec of a measured row's ``model_path``.
+
+    Ids are resolved once; a config.json path is read on every call (a user may edit the file).
 
     Parameters
     ----------
@@ -74,6 +76,18 @@ def resolve_model(model_path: str) -> ModelSpec:
     UnsupportedModel
         Unknown model or an attention type the cost model does not cover (message = reason).
     """
+    text = str(model_path)
+    if text.endswith(".json") or "\\" in text or Path(text).is_file():
+        return _resolve(text)
+    return _resolve_id(text)
+
+
+@functools.cache
+def _resolve_id(model_path: str) -> ModelSpec:
+    return _resolve(model_path)
+
+
+def _resolve(model_path: str) -> ModelSpec:
     key = model_path.strip().lower()
     for fragment, reason in UNSUPPORTED_ARCHITECTURES.items():
         if fragment in key:
