@@ -1187,7 +1187,7 @@ NB04 = [
     * Capacity is the highest load at which the *joint* SLO holds, and goodput, not throughput, is
       what can be sold.
 
-    On the command line: `perfmodel simulate ... --arrival-rate 8 --slo-ttft 2s --slo-tpot 50ms` and
+    On the command line: `perfmodel simulate ... --rate 8 --slo-ttft 2s --slo-tpot 50ms` and
     `perfmodel max-load ... --target 0.95`.
     """),
 ]
@@ -1815,7 +1815,7 @@ NB07 = [
     * Skipped and anomalous rows are reported, not hidden: they mark what the model does not cover.
 
     The command line gives the same figures: `perfmodel validate --data
-    perfmodel/data/validation/serving_measured.csv` (add `--efficiency datasheet --engines preset` for
+    perfmodel/data/validation/serving_measured.csv` (add `--efficiency datasheet --calibration preset` for
     the uncalibrated run, `--format json` for scripts), and `perfmodel estimate` the section-7 estimate.
     `docs/validation.md` holds the full report.
     """),

@@ -70,7 +70,7 @@ def test_max_load_json(capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["simulate", *BASE, "--requests", "10"], "--arrival-rate R"),
+    (["simulate", *BASE, "--requests", "10"], "--rate R"),
     (["simulate", *BASE, "--arrival-rate", "3", "--slo-ttft", "2GB"], r"slo.ttft: expected time \[s\]"),
     (["simulate", *BASE, "--arrival-rate", "3", "--engine", "vlm"], "did you mean 'vllm'"),
     (["simulate", *BASE, "--arrival-rate", "3", "--engine-set", "max_num_seq=3"], "did you mean 'max_num_seqs'"),

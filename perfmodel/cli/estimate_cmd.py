@@ -56,7 +56,7 @@ def register(sub) -> None:
     g.add_argument("--prefill-tp", type=POSITIVE, help="tensor parallelism of a prefill replica (default 1)")
     g.add_argument("--prefill-dp-attention", type=POSITIVE, help="attention DP ranks of a prefill replica (default 1)")
     g.add_argument("--prefill-ep", type=POSITIVE, help="expert parallelism of a prefill replica (default 1)")
-    p.add_argument("--engines", default="calibrated",
+    p.add_argument("--calibration", "--engines", dest="engines", default="calibrated",
                    help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
     p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
     add_spec_decode_arg(p)

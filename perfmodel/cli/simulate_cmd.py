@@ -3,7 +3,7 @@
 Examples::
 
     perfmodel simulate --model llama-3.1-8b --hardware h100-sxm --tp 1 --isl 1024 --osl 256 \\
-        --arrival-rate 4 --requests 2000 --slo-ttft 2s --slo-tpot 50ms --seed 1 --format json
+        --rate 4 --requests 2000 --slo-ttft 2s --slo-tpot 50ms --seed 1 --format json
     perfmodel max-load --model llama-3.1-8b --hardware h100-sxm --isl 1024 --osl 256 \\
         --slo-ttft 2s --slo-tpot 50ms --target 0.95 --format json
 """
@@ -50,7 +50,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--osl", type=POSITIVE, help="output (answer) tokens per request (fixed)")
     g.add_argument("--reasoning-tokens", type=NON_NEGATIVE, help="reasoning tokens before the answer (fixed)")
     load = g.add_mutually_exclusive_group()
-    load.add_argument("--arrival-rate", type=POSITIVE_REAL, help="open loop: Poisson arrivals per second")
+    load.add_argument("--rate", "--arrival-rate", dest="rate", type=POSITIVE_REAL,
+                      help="open loop: Poisson arrivals per second")
     load.add_argument("--concurrency", type=POSITIVE, help="closed loop: clients with one request each")
     g.add_argument("--burstiness", type=POSITIVE_REAL, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
     g.add_argument("--think-time", help="closed loop: pause between a response and the next request, e.g. 1s")
@@ -64,7 +65,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--slo-ttft", help="TTFT limit, e.g. 2s")
     g.add_argument("--slo-tpot", help="TPOT limit, e.g. 50ms")
     g.add_argument("--slo-e2e", help="end-to-end limit, e.g. 30s")
-    g.add_argument("--slo-target", type=FRACTION, help="attainment target, e.g. 0.95 (default 0.95)")
+    g.add_argument("--target", "--slo-target", dest="target", type=FRACTION,
+                   help="share of requests that must meet every limit, e.g. 0.95 (default: the SLO's, 0.95); "
+                        "max-load searches for the largest load that reaches it")
     p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
     p.add_argument("--warmup", type=real(0, 1, hi_open=True), default=0.0, help="fraction of earliest requests left out of "
                                                              "the statistics (default 0)")
@@ -82,7 +85,6 @@ def register(sub) -> None:
                        description="Bisection over simulations (cached) for the largest load whose joint "
                                    "SLO attainment is at least --target; prints the load-latency curve.")
     _common(q)
-    q.add_argument("--target", type=FRACTION, default=None, help="attainment target (default: SLO's, 0.95)")
     q.add_argument("--search", choices=("rate", "concurrency"), default=None,
                    help="what to search (default: concurrency if --concurrency is given or the "
                         "workload is closed loop, else rate)")
@@ -145,10 +147,10 @@ def _workload(args, placeholder: str | None = None):
         missing = [f for f in ("isl", "osl") if getattr(args, f) is None]
         if missing:
             raise ConfigError(f"--{' and --'.join(missing)} required without --workload FILE")
-        rate, conc = args.arrival_rate, args.concurrency
+        rate, conc = args.rate, args.concurrency
         if rate is None and conc is None:
             if placeholder is None:
-                raise ConfigError("give --arrival-rate R (open loop, requests/s) or --concurrency C "
+                raise ConfigError("give --rate R (open loop, requests/s) or --concurrency C "
                                   "(closed loop), or --workload FILE")
             rate, conc = (1.0, None) if placeholder == "rate" else (None, 8)
         w = Workload.fixed(args.isl, args.osl, rate=rate, concurrency=conc, cv=args.burstiness or 1.0,
@@ -162,8 +164,8 @@ def _workload(args, placeholder: str | None = None):
             changes[field] = v
     if changes:
         w = w.replace(**changes)
-    if args.workload and (args.arrival_rate is not None or args.concurrency is not None):
-        w = w.with_load(rate=args.arrival_rate, concurrency=args.concurrency)
+    if args.workload and (args.rate is not None or args.concurrency is not None):
+        w = w.with_load(rate=args.rate, concurrency=args.concurrency)
     a = w.arrival
     if args.burstiness is not None and a.process in ("poisson", "gamma"):
         w = w.replace(arrival={**a.model_dump(), "process": "gamma", "cv": args.burstiness})
@@ -176,7 +178,7 @@ def _workload(args, placeholder: str | None = None):
         w = w.replace(arrival={**w.arrival.model_dump(), field: value})
     slo = dict(w.slo.model_dump()) if w.slo is not None else {}
     for flag, field in (("slo_ttft", "ttft"), ("slo_tpot", "tpot"), ("slo_e2e", "e2e"),
-                        ("slo_target", "target")):
+                        ("target", "target")):
         v = getattr(args, flag)
         if v is not None:
             slo[field] = v
@@ -263,7 +265,7 @@ def run_max_load(args) -> int:
     w = _workload(args, placeholder=guess)
     mode = args.search or ("concurrency" if w.is_closed_loop else "rate")
     model, replicas = _model(args)
-    start = args.arrival_rate if mode == "rate" else args.concurrency
+    start = args.rate if mode == "rate" else args.concurrency
     found = max_load(model, w, target=args.target, mode=mode, engine=eng, replicas=replicas,
                      router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
                      max_simulations=args.max_simulations, warmup=args.warmup)

@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--efficiency", default="calibrated",
                    help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'; per-op tables also "
                         "take 'calibrated-nokernel' (no kernel-level decode terms) and 'calibrated-plain'")
-    p.add_argument("--engines", default="calibrated",
+    p.add_argument("--calibration", "--engines", dest="engines", default="calibrated",
                    help="engine calibration profile: 'calibrated' (default), 'preset' (uncalibrated) "
                         "or a YAML path")
     p.add_argument("--out", help="write per-row predictions to this CSV")
@@ -39,7 +39,7 @@ def register(sub) -> None:
     g.add_argument("--model", help="HF repo id (default: the one in the file)")
     g.add_argument("--tp", type=POSITIVE, default=1)
     g.add_argument("--pp", type=POSITIVE, default=1)
-    g.add_argument("--attention-dp", type=POSITIVE, default=1)
+    g.add_argument("--dp-attention", "--attention-dp", dest="dp_attention", type=POSITIVE, default=1)
     g.add_argument("--ep", type=POSITIVE, default=1)
     g.add_argument("--replicas", type=POSITIVE, default=1, help="replicas sharing the client concurrency")
     g.add_argument("--precision", default="",
@@ -59,7 +59,7 @@ def _deployment(args):
         raise ConfigError("--data is a benchmark result JSON: --system and --backend are required "
                           "(with --tp/--ep/... for the layout)")
     return MeasuredDeployment(system=args.system, backend=args.backend, model=args.model, tp=args.tp,
-                              pp=args.pp, attention_dp=args.attention_dp, ep=args.ep,
+                              pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
                               replicas=args.replicas, precision=args.precision,
                               concurrency=args.concurrency)
 
