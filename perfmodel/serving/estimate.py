@@ -2,7 +2,7 @@ r"""``estimate``: mean TTFT, TPOT and throughput of a deployment under load, wit
 
 A thin composition of the pieces every serving path shares: the replica's
 :class:`~perfmodel.core.step.StepModel` (formats chosen as on the measured runs the engine was fitted
-on, :func:`serving_formats`), the :class:`~perfmodel.engine.Engine` and
+on, :func:`perfmodel.validation.rows.serving_formats`), the :class:`~perfmodel.engine.Engine` and
 
 - for closed-loop **concurrencies**: the steady state (:func:`perfmodel.serving.steady_state`, or
   :func:`perfmodel.serving.steady_state_disagg` for a P/D deployment) — the path whose error against
@@ -49,30 +49,14 @@ class PrefillPool:
     decode_workers: int = 1
 
 
-def serving_formats(model_path: str, hardware: str, engine: str, precision: str) -> tuple[str, str, str]:
-    """(weights, activations, KV cache) formats a serving engine runs ``precision`` with.
+def _formats(model_path: str, hardware: str, backend: str, precision: str) -> tuple[str, str, str]:
+    """The validation's format rules (:func:`perfmodel.validation.rows.serving_formats`), named errors."""
+    from ..validation.rows import WEIGHT_FORMATS, serving_formats
 
-    The rules the validation maps measured runs with (:mod:`perfmodel.validation.rows`): ``precision``
-    '' is the checkpoint's own format; FP8 follows the checkpoint's block scaling; the activations follow
-    the weights (:func:`perfmodel.precision.serving_activations`); the KV cache is FP8 with FP8/FP4
-    weights (:class:`perfmodel.validation.rows.KVPolicy`).
-    """
-    from ..hardware import load_accelerator
-    from ..precision import serving_activations
-    from ..validation.models import checkpoint_default_format
-    from ..validation.rows import WEIGHT_FORMATS, kv_cache_format
-
-    checkpoint = checkpoint_default_format(model_path)
-    weights = WEIGHT_FORMATS.get(precision.lower()) if precision else checkpoint
-    if weights is None:
+    if precision and precision.lower() not in WEIGHT_FORMATS:
         raise ConfigError(f"precision: unknown weight format {precision!r}; allowed: "
                           f"{', '.join(sorted(WEIGHT_FORMATS))} or '' (the checkpoint's own)")
-    if weights == "fp8" and checkpoint == "fp8_block":
-        weights = "fp8_block"
-    elif weights == "nvfp4" and checkpoint == "mxfp4":
-        weights = "mxfp4"
-    activations = serving_activations(weights, "fp4" in load_accelerator(hardware).compute)
-    return weights, activations, kv_cache_format(engine, weights)
+    return serving_formats(model_path, hardware, backend, precision)
 
 
 def _counts(name: str, values, low: float) -> np.ndarray:
@@ -158,7 +142,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     for prefix, e in pools:
         if e != 1 and spec.moe is None:
             raise ConfigError(f"{prefix}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
-    weights, activations, kv = serving_formats(model, hw, backend, precision)
+    weights, activations, kv = _formats(model, hw, backend, precision)
 
     def replica(t, d, e):
         moe_tp = (t * d) // e if spec.moe is not None and e and (t * d) % e == 0 else None

@@ -154,16 +154,32 @@ def _text(value) -> str:
 
 def _formats(row: dict, hardware: str, policy: KVPolicy) -> tuple[str, str, str]:
     raw = _text(row.get("gemm_quant_mode")) or _text(row.get("precision"))
-    weights = WEIGHT_FORMATS.get(raw.lower()) if raw else checkpoint_default_format(row["model_path"])
+    return serving_formats(row["model_path"], hardware, row["backend"], raw, policy)
+
+
+def serving_formats(model_path: str, hardware: str, backend: str, precision: str,
+                    policy: KVPolicy = DEFAULT_KV_POLICY) -> tuple[str, str, str]:
+    """(weights, activations, KV cache) formats an engine runs ``precision`` of a checkpoint with.
+
+    ``precision`` '' is the checkpoint's own format; FP8 follows the checkpoint's block scaling and FP4
+    its MXFP4 experts; the activations follow the weights (:func:`perfmodel.precision.serving_activations`);
+    the KV cache follows :func:`kv_cache_format`. Used for measured rows and by ``perfmodel.estimate``.
+
+    Raises
+    ------
+    ValueError
+        ``precision`` is not a known weight format.
+    """
+    checkpoint = checkpoint_default_format(model_path)
+    weights = WEIGHT_FORMATS.get(precision.lower()) if precision else checkpoint
     if weights is None:
-        raise ValueError(f"unknown weight format {raw!r}")
-    checkpoint = checkpoint_default_format(row["model_path"])
+        raise ValueError(f"unknown weight format {precision!r}")
     if weights == "fp8" and checkpoint == "fp8_block":
         weights = "fp8_block"   # the FP8 checkpoint of this model is block-scaled
     elif weights == "nvfp4" and checkpoint == "mxfp4":
         weights = "mxfp4"       # the FP4 checkpoint of this model is MXFP4 (gpt-oss)
     activations = serving_activations(weights, "fp4" in load_accelerator(hardware).compute)
-    return weights, activations, kv_cache_format(row["backend"], weights, policy)
+    return weights, activations, kv_cache_format(backend, weights, policy)
 
 
 def _layout(model, tp, pp, dp, ep, moe_tp) -> dict[str, int]:
