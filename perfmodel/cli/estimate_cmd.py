@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, real_list
 from .output import add_format_arg, format_table, print_json
-from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg
+from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
@@ -78,10 +78,8 @@ def run(args) -> int:
     elif given:
         raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: P/D pool options need "
                           f"--prefill-workers (the deployment is aggregated without it)")
-    from ..engine.engine import Engine
-
-    engine = Engine.load(args.engine, calibration=args.engines, spec_decode=args.spec_decode)
-    out = estimate(args.model, args.hardware, engine=engine, concurrency=args.concurrency, rate=args.rate,
+    out = estimate(args.model, args.hardware, engine=serving_engine(args, calibration=args.engines),
+                   concurrency=args.concurrency, rate=args.rate,
                    isl=args.isl, osl=args.osl, tp=args.tp, pp=args.pp, dp_attention=args.dp_attention,
                    ep=args.ep, precision=args.precision, prefill=prefill, calibration=args.engines,
                    efficiency=args.efficiency, prefix_hit_rate=args.prefix_hit_rate or 0.0)
