@@ -1,7 +1,8 @@
 """Regenerate the command outputs quoted in docs pages, so that their numbers cannot drift.
 
 In each page of PAGES, every block between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
-is replaced by the output of the command NAME stands for (COMMANDS below), run on this checkout;
+is replaced by the output of the command NAME stands for (COMMANDS below), run on this checkout, inside a
+code fence; ``<!-- generated-md: NAME -->`` blocks take the output as Markdown (tables), unfenced;
 ``--check`` only reports stale pages (exit 1), as tests/test_split_microbatch.py does.
 
     python scripts/gen_doc_blocks.py [--check]
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md"]
+PAGES = [ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md", ROOT / "docs" / "calibration.md"]
 
 #: block name -> command (run from the repository root with this checkout's package first on the path)
 COMMANDS = {
@@ -33,8 +34,11 @@ COMMANDS = {
     "sram-public": [sys.executable, "benchmarks/sram_public.py", "public"],
     "sram-scaling": [sys.executable, "benchmarks/sram_public.py", "scaling"],
     "sram-claim": [sys.executable, "benchmarks/sram_public.py", "claim"],
+    **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
+       for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
 }
-BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(```\n<!-- end generated -->)", re.S)
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(```\n<!-- end generated -->)"
+                   r"|(<!-- generated-md: (?P<md>[\w-]+) -->\n)(?P<mdbody>.*?)(<!-- end generated -->)", re.S)
 
 
 def run(name: str) -> str:
@@ -47,7 +51,12 @@ def run(name: str) -> str:
 
 def render(text: str) -> str:
     """The page with every generated block refreshed."""
-    return BLOCK.sub(lambda m: m.group(1) + run(m.group("name")) + m.group(4), text)
+    def refresh(m: re.Match) -> str:
+        if m.group("md"):
+            return m.group(5) + "\n" + run(m.group("md")) + "\n" + m.group(8)
+        return m.group(1) + run(m.group("name")) + m.group(4)
+
+    return BLOCK.sub(refresh, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = 0
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        names = [m.group("name") for m in BLOCK.finditer(text)]
+        names = [m.group("name") or m.group("md") for m in BLOCK.finditer(text)]
         unknown = sorted(set(names) - set(COMMANDS))
         if unknown:
             raise SystemExit(f"{page.name}: unknown generated blocks {unknown}; known: {sorted(COMMANDS)}")

@@ -48,6 +48,10 @@ class OpTime:
         return out + self.serial + self.overhead
 
 
+#: Output tile edge [rows and columns] of the wave-quantisation term (128 x 128 tiles).
+TILE = 128.0
+
+
 def smooth_max(a: ArrayLike, b: ArrayLike, p: float = math.inf) -> np.ndarray:
     """:math:`(a^p + b^p)^{1/p}` for a, b >= 0: ``max(a, b)`` for p = inf, ``a + b`` for p = 1."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -70,6 +74,55 @@ def gemm_compute_eta(m_tokens: ArrayLike, eta_max: float, m_half: float) -> np.n
     if m_half <= 0:
         return np.full_like(m, eta_max)
     return eta_max * m / (m + m_half)
+
+
+def _wave_eta(m: np.ndarray, n_tiles: np.ndarray, eta_max: float, m_half: float, wave: float,
+              slots: float) -> np.ndarray:
+    """η_c(M) / (1 + w (q - 1)) with wave quantisation q over ceil(M/128) x N-tiles output tiles."""
+    tiles = np.ceil(np.maximum(m, 1.0) / TILE) * n_tiles
+    return gemm_compute_eta(m, eta_max, m_half) / (1.0 + wave * (np.ceil(tiles / slots) * slots / tiles - 1.0))
+
+
+def wave_monotone_eta(m: ArrayLike, n: ArrayLike, eta_max: float, m_half: float, wave: float,
+                      slots: float) -> np.ndarray:
+    """GEMM compute efficiency with wave quantisation, made monotone: more rows never take less time.
+
+    The wave term (see :func:`gemm_time`) divides the work F = 2MNK over :math:`T = \\lceil M/128
+    \\rceil \\lceil N/128 \\rceil` tiles; crossing a tile boundary (M = 128 r to 128 r + 1) doubles T
+    at nearly the same F, so the raw compute time :math:`u(M) = M / \\eta(M)` (per unit of N K) can
+    fall as M grows (e.g. gb200 fp4, N = 8192, K = 4096: 17.0 µs at M = 128, 12.9 µs at M = 129). Time cannot
+    fall as work grows on the same hardware, so the time is the running maximum over smaller M:
+
+    .. math:: \\eta_{mono}(M) = \\frac{M}{\\max\\bigl(u(M),\\ \\max_{r' < \\lceil M/128 \\rceil} u(128 r')\\bigr)}
+
+    Within one row count u increases with M, so only the row boundaries below M are candidates, and
+    since :math:`q < 1 + S/T` only the last :math:`J = \\lceil w S (128 + M_{1/2}) / (128 N_t)
+    \\rceil + 1` of them can exceed u(M) (:math:`N_t = \\lceil N/128 \\rceil`, S slots, w the wave
+    weight); points already on their running maximum are unchanged.
+
+    Returns
+    -------
+    numpy.ndarray
+        η_c for each M (broadcast with ``n``).
+    """
+    m = np.maximum(np.asarray(m, dtype=float), 1.0)
+    n_tiles = np.ceil(np.asarray(n, dtype=float) / TILE)
+    m, n_tiles = np.broadcast_arrays(m, n_tiles)
+    eta = _wave_eta(m, n_tiles, eta_max, m_half, wave, slots)
+    if m.size == 0:
+        return eta
+    window = int(min(math.ceil(wave * slots * (TILE + m_half) / (TILE * float(n_tiles.min()))) + 1, 4096))
+    rows = np.ceil(m / TILE)
+    worst = m / eta
+    for back in range(1, window + 1):  # boundaries 128 (r - back), r = ceil(M/128)
+        edge = (rows - back) * TILE
+        ok = edge >= TILE
+        if not ok.any():
+            break
+        edge = np.where(ok, edge, TILE)
+        worst = np.where(ok, np.maximum(worst, edge / _wave_eta(edge, n_tiles, eta_max, m_half, wave, slots)),
+                         worst)
+    return m / worst
 
 
 def op_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: float, bandwidth: float,
@@ -174,8 +227,8 @@ def gemm_cost(flops: ArrayLike, data: ArrayLike, m: ArrayLike, n: ArrayLike | No
                            terms.get("m_half", eff.gemm_m_half))
     wave, slots = terms.get("wave", 0.0), terms.get("slots", 0.0)
     if wave > 0 and slots > 0 and n is not None:
-        tiles = np.ceil(np.maximum(m_arr, 1.0) / 128.0) * np.ceil(np.asarray(n, dtype=float) / 128.0)
-        eta = eta / (1.0 + wave * (np.ceil(tiles / slots) * slots / tiles - 1.0))
+        eta = wave_monotone_eta(m_arr, n, terms.get("compute", eff.gemm_eta(compute)),
+                                terms.get("m_half", eff.gemm_m_half), wave, slots)
     overhead = terms.get("kernel_overhead", eff.kernel_overhead)
     if fused_quantization and compute != "bf16":
         overhead = min(overhead, eff.op("gemm.bf16").get("kernel_overhead", eff.kernel_overhead))
