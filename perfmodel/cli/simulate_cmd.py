@@ -253,6 +253,12 @@ def run_simulate(args) -> int:
             "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
             "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
     print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
+    empty: dict[str, list[str]] = {}
+    for key, why in s.get("undefined", {}).items():
+        if key in keys:
+            empty.setdefault(why, []).append(key)
+    for why, names in empty.items():
+        print(f"note: no value for {', '.join(names)}: {why}")
     print(f"note: {engine_note(eng)}")
     return 0
 

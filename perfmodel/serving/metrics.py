@@ -15,6 +15,7 @@ Definitions (per request; see ``docs/serving.md``):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -149,4 +150,28 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
     else:  # no objective: nothing to attain (None, not NaN: the run itself may be fine)
         s["slo_attainment"] = None
         s["goodput_rps"] = None
+    return _undefined_as_none(s, res, done)
+
+
+#: Why a statistic has no value, by metric prefix (when requests completed but none had the quantity).
+_NO_SECOND_TOKEN = ("no completed request produced 2 or more output tokens (TPOT and ITL are the times "
+                    "between output tokens)")
+_UNDEFINED_WHY = {"tpot": _NO_SECOND_TOKEN, "itl": _NO_SECOND_TOKEN, "user": _NO_SECOND_TOKEN,
+                  "inverse": _NO_SECOND_TOKEN, "task": _NO_SECOND_TOKEN}
+
+
+def _undefined_as_none(s: dict[str, Any], res: SimulationResult, done: np.ndarray) -> dict[str, Any]:
+    """Statistics that do not exist become None, with the reason per key in ``s["undefined"]`` (never NaN).
+
+    A percentile over no values is undefined: the run completed no request (every time statistic), or
+    none of its completed requests produced a second token (TPOT, ITL, per-user speeds).
+    """
+    why: dict[str, str] = {}
+    for key, v in s.items():
+        if isinstance(v, float) and math.isnan(v):
+            s[key] = None
+            why[key] = ("no request completed in the counted window" if not done.any()
+                        else _UNDEFINED_WHY.get(key.split("_")[0], "no completed request has this time"))
+    if why:
+        s["undefined"] = why
     return s

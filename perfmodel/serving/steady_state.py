@@ -106,8 +106,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     concurrency : array_like
         Clients C (each with one request in flight, or thinking).
     isl, osl : array_like | None
-        Prompt and output tokens (fixed). A :class:`Workload` with fixed lengths may be passed as
-        ``isl`` instead (its think time is used too).
+        Prompt and output tokens (fixed; osl >= 2: a prefill-only load has no decode phase to model).
+        A :class:`Workload` with fixed lengths may be passed as ``isl`` instead (its think time is
+        used too).
     engine : Engine | EngineProfile | str
         Serving engine (:class:`perfmodel.engine.Engine`; a name or profile is loaded with
         :meth:`~perfmodel.engine.Engine.load`, so ``"vllm"`` carries the fitted terms and
@@ -158,7 +159,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         raise ConfigError(f"schedulers: must be >= 1, got {schedulers!r}")
     if not np.all((sync >= 0) & (sync <= 1)):
         raise ConfigError(f"sync_fraction: must be within [0, 1], got {sync_fraction!r}")
-    Osl = np.maximum(Osl, 2.0)
+    if not np.all(Osl >= 2):
+        raise ConfigError(f"osl: the steady state needs at least 2 output tokens (a decode phase), got "
+                          f"{osl!r}; a prefill-only load (osl = 1) is answered by simulate")
     if not np.all(Z >= 0):
         raise ConfigError(f"think_time: must be >= 0 s, got {think_time!r}")
     if not np.all(C >= 1):
