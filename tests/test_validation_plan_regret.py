@@ -54,6 +54,7 @@ def test_pick_with_regret_under_ten_percent():
                                                                           pytest.approx(400.0))
     assert c.regret_pct == pytest.approx(100.0 / 11.0)
     assert (c.configs, c.configs_at_floor, c.pick_rank) == (3, 3, 2)
+    assert c.best_speed == c.best_predicted_speed == pytest.approx(50.0)   # a2, predicted as measured
 
 
 def test_pick_is_measured_best_at_a_higher_floor():
@@ -69,6 +70,7 @@ def test_pick_without_a_measured_run_at_the_floor_has_full_regret():
     df.loc[df["id"] == "c1", ["predicted_ttft_s", "predicted_tpot_s"]] = [0.10, 0.010]
     c = choose(df, 70.0)
     assert (c.pick_config, c.pick_tps_gpu, c.pick_rank) == ("C", 0.0, 0)
+    assert c.pick_max_speed == pytest.approx(1 / 0.015)
     assert (c.best_config, c.regret_pct) == ("B", pytest.approx(100.0))
 
 

@@ -139,6 +139,11 @@ class Choice:
         Configuration of the measured best.
     best_tps_gpu : float
         Measured best throughput at the floor [tokens/s per GPU].
+    best_speed : float
+        Measured per-user speed of the measured best run [tokens/s per user].
+    best_predicted_speed : float
+        Predicted per-user speed of the measured best run [tokens/s per user] (NaN if not predicted):
+        below the floor, the plan cannot choose that run.
     pick_config : str
         Configuration the predictions rank first ('' when no predicted row meets the floor).
     pick_predicted_tps_gpu : float
@@ -149,6 +154,9 @@ class Choice:
     pick_rank : int
         Rank of the pick among the configurations by measured throughput at the floor (1 = the best;
         0 when the pick has no run at the floor or there is no pick).
+    pick_max_speed : float
+        Fastest measured per-user speed of any run of the pick's configuration [tokens/s per user]
+        (NaN without a pick): how far below the floor a pick that misses it stays.
     regret_pct : float
         :math:`100\\,(1 - \\mathrm{pick\\_tps\\_gpu} / \\mathrm{best\\_tps\\_gpu})` [%].
     """
@@ -158,10 +166,13 @@ class Choice:
     configs_at_floor: int
     best_config: str
     best_tps_gpu: float
+    best_speed: float
+    best_predicted_speed: float
     pick_config: str
     pick_predicted_tps_gpu: float
     pick_tps_gpu: float
     pick_rank: int
+    pick_max_speed: float
     regret_pct: float
 
 
@@ -190,17 +201,21 @@ def choose(rows: pd.DataFrame, floor: float, speed: str = "tpot") -> Choice | No
     per_config = at_floor.groupby("config", sort=False)["measured_tps_gpu"].max().sort_values(
         ascending=False, kind="stable")
     best_config, best = str(per_config.index[0]), float(per_config.iloc[0])
+    best_row = at_floor.loc[at_floor["measured_tps_gpu"].idxmax()]
     feasible = r[(r["predicted_speed"] >= floor) & np.isfinite(r["predicted_tps_gpu"])]
     if feasible.empty:
-        pick, predicted, measured, rank = "", float("nan"), 0.0, 0
+        pick, predicted, measured, rank, fastest = "", float("nan"), 0.0, 0, float("nan")
     else:
         row = feasible.loc[feasible["predicted_tps_gpu"].idxmax()]
         pick, predicted = str(row["config"]), float(row["predicted_tps_gpu"])
         measured = float(per_config.get(pick, 0.0))
         rank = int(np.flatnonzero(per_config.index == pick)[0]) + 1 if pick in per_config.index else 0
+        fastest = float(r.loc[r["config"] == pick, "measured_speed"].max())
     return Choice(floor=float(floor), configs=int(r["config"].nunique()), configs_at_floor=len(per_config),
-                  best_config=best_config, best_tps_gpu=best, pick_config=pick, pick_predicted_tps_gpu=predicted,
-                  pick_tps_gpu=measured, pick_rank=rank, regret_pct=100.0 * (1.0 - measured / best))
+                  best_config=best_config, best_tps_gpu=best,
+                  best_speed=float(best_row["measured_speed"]),
+                  best_predicted_speed=float(best_row["predicted_speed"]), pick_config=pick, pick_predicted_tps_gpu=predicted,
+                  pick_tps_gpu=measured, pick_rank=rank, pick_max_speed=fastest, regret_pct=100.0 * (1.0 - measured / best))
 
 
 def _cell(value) -> str:
