@@ -13,7 +13,8 @@ Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> d
 (fit and cross-validation), :mod:`~perfmodel.calibration.engine_calibrate` (calibration end to end),
 :mod:`~perfmodel.validation.published` (published static-batch figures),
 :mod:`~perfmodel.validation.importers` (vLLM / AIPerf / GenAI-Perf results), :mod:`~perfmodel.validation.run`
-(entry points), :mod:`~perfmodel.validation.report` (tables and figures).
+(entry points), :mod:`~perfmodel.validation.report` (tables and figures),
+:mod:`~perfmodel.validation.plan_regret` (the configuration ranked best vs the measured best).
 """
 
 from typing import TYPE_CHECKING
