@@ -1743,7 +1743,10 @@ NB07 = [
     of this model's error would go?
     """),
     code("""
-    from perfmodel.validation.attainable import offset_bound, repeat_agreement
+    import sys
+
+    sys.path.insert(0, str(ROOT))  # research/ sits beside the package, in the repository
+    from research.attainable import offset_bound, repeat_agreement
 
     pd.DataFrame(repeat_agreement(scored, by="backend")).round(1)
     """),

@@ -9,6 +9,7 @@ docs/calibration.md quotes these tables between ``<!-- generated-md: calibration
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -90,14 +91,13 @@ def errors(docs: dict[str, dict], form: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    what = (argv if argv is not None else sys.argv[1:]) or ["scalars"]
-    docs = load()
-    table = {"scalars": scalars, "op-params": op_params,
-             "errors-calibrated": lambda d: errors(d, "calibrated"),
-             "errors-plain": lambda d: errors(d, "plain"), "errors-datasheet": lambda d: errors(d, "datasheet")}
-    if what[0] not in table:
-        raise SystemExit(f"unknown table {what[0]!r}; known: {', '.join(table)}")
-    print(table[what[0]](docs))
+    tables = {"scalars": scalars, "op-params": op_params,
+              "errors-calibrated": lambda d: errors(d, "calibrated"),
+              "errors-plain": lambda d: errors(d, "plain"), "errors-datasheet": lambda d: errors(d, "datasheet")}
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("table", choices=sorted(tables), help="which table to print")
+    args = ap.parse_args(argv)
+    print(tables[args.table](load()))
     return 0
 
 

@@ -13,6 +13,7 @@ report is computed here from ``perfmodel/data/validation/*.csv``; the findings s
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -27,7 +28,14 @@ from perfmodel.core.ops import StepShape
 from perfmodel.core.step import StepModel
 from perfmodel.engine.calibration import presets
 from perfmodel.validation import report as rep
-from perfmodel.validation.attainable import (
+from perfmodel.validation.data import shipped_path
+from perfmodel.validation.metrics import add_errors, not_flagged, summarize
+from perfmodel.validation.models import resolve_model
+from perfmodel.validation.published import validate_published
+from perfmodel.validation.run import published_summary, serving_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # research/ sits beside the package
+from research.attainable import (  # noqa: E402 (after the path is set)
     OFFSET_GROUPINGS,
     SWEEP_COLUMNS,
     concurrency_slopes,
@@ -35,11 +43,6 @@ from perfmodel.validation.attainable import (
     repeat_agreement,
     variance_explained,
 )
-from perfmodel.validation.data import shipped_path
-from perfmodel.validation.metrics import add_errors, not_flagged, summarize
-from perfmodel.validation.models import resolve_model
-from perfmodel.validation.published import validate_published
-from perfmodel.validation.run import published_summary, serving_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "perfmodel" / "data" / "engines_fit" / "calibrated.yaml"
@@ -280,7 +283,7 @@ def write_report(o: dict, findings: str) -> None:
 
 
 def _attainable_section(train: pd.DataFrame) -> str:
-    """Repeats, per-group rescaling and TTFT load slopes (perfmodel.validation.attainable)."""
+    """Repeats, per-group rescaling and TTFT load slopes (research.attainable)."""
     repeats = repeat_agreement(train, by="backend")
     pairs = {(e["backend"], e["metric"], e["pairs"]): e for e in repeats}
     bound = dict(zip(OFFSET_GROUPINGS, offset_bound(train), strict=True))
@@ -295,7 +298,7 @@ def _attainable_section(train: pd.DataFrame) -> str:
     cross = [e["median disagreement %"] for (_, metric, kind), e in pairs.items()
              if metric == "TTFT" and kind == "different releases"]
     return "\n".join([
-        "What limits the error on these rows (`perfmodel/validation/attainable.py`; rows not flagged "
+        "What limits the error on these rows (`research/attainable.py`; rows not flagged "
         "anomalous, training predictions).\n",
         "**Repeated measurements** (independent of any model). Where one deployment point (model, system, "
         "engine, layout, formats, lengths, concurrency) was measured more than once, the pairs disagree by "

@@ -1,4 +1,4 @@
-"""Repeats, per-group rescaling, load slopes (perfmodel.validation.attainable), on hand-built rows."""
+"""Repeats, per-group rescaling, load slopes (research.attainable), on hand-built rows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.validation.attainable import (
+from research.attainable import (
     concurrency_slopes,
     group_ids,
     offset_bound,

@@ -24,10 +24,10 @@ from perfmodel.calibration.engine_calibrate import sha256
 from perfmodel.calibration.engine_fit import fit_backend
 from perfmodel.cli import main
 from perfmodel.engine.calibration import EngineCalibration, load_profile
-from perfmodel.validation.attainable import repeat_agreement
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.metrics import add_errors, summarize
 from perfmodel.validation.run import detect_kind, serving_problem, validate_file
+from research.attainable import repeat_agreement
 
 #: Current public-set errors with the shipped profiles (training fit on all rows) + margin [%].
 #: TPOT rose from 10.7 / 32.3 % to 12.0 / 37.9 % when the Qwen3.5, GLM-5 and uneven-head DeepSeek-R1

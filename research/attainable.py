@@ -42,7 +42,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from .metrics import METRICS, error_stats, pct_error
+from perfmodel.validation.metrics import METRICS, error_stats, pct_error
 
 #: Columns that identify one measured deployment point (everything the model is told about a row).
 REPEAT_COLUMNS = ("model", "system", "backend", "mode", "tp", "pp", "dp", "ep", "moe_tp", "p_tp", "p_dp", "p_ep",
