@@ -13,7 +13,7 @@ import yaml
 
 from perfmodel.errors import ConfigError, UnknownNameError
 from perfmodel.planning.engine_args import ENGINES, build_parser, check_args, check_keys, load_arg_schema
-from perfmodel.planning.launch import LaunchSpec, PoolLayout, launch_config
+from perfmodel.planning.launch import LaunchSpec, PoolLayout, launch_config, parse_layout_label
 from perfmodel.planning.plan import PlanResult
 
 DEPLOY = "deployments/llama-3.1-70b-h200-disaggregated.yaml"
@@ -122,6 +122,32 @@ def test_from_deployment_by_hand():
     assert (ns.tensor_parallel_size, ns.quantization, ns.kv_cache_dtype) == (4, "fp8", "fp8")
     agg = LaunchSpec.from_deployment("deployments/llama-3.1-70b-8xh100-aggregated.yaml")
     assert [(p.role, p.tp, p.replicas) for p in agg.pools] == [("aggregated", 8, 1)] and agg.weights == "bf16"
+
+
+def test_pd_row_with_layout_labels():
+    """A P/D plan row that states the prefill layout as a label and the decode layout in the plain fields."""
+    row = {"mode": "disaggregated", "tp": 1, "pp": 1, "ep": 8, "dp_attention": 8, "prefill_layout": "tp4-ep4",
+           "decode_layout": "tp1-adp8-ep8", "precision": "fp8", "prefill_workers": 3, "decode_workers": 2,
+           "devices_per_replica": 8, "prefill_devices_per_worker": 4, "replicas": 5, "spec_decode": "off"}
+    spec = LaunchSpec.from_plan_row(row, {"model": "deepseek-v3", "engine": "vllm"})
+    assert [(p.role, p.tp, p.dp_attention, p.ep, p.replicas) for p in spec.pools] == \
+        [("prefill", 4, 1, 4, 3), ("decode", 1, 8, 8, 2)]
+    del row["decode_layout"]  # the decode pool falls back to the plain fields
+    assert LaunchSpec.from_plan_row(row, {"model": "deepseek-v3"}).pools[1] == spec.pools[1]
+    assert parse_layout_label("tp2-pp2") == {"tp": 2, "pp": 2}
+    with pytest.raises(ConfigError, match="cannot read 'tensor4'"):
+        parse_layout_label("tensor4")
+    with pytest.raises(ConfigError, match="devices_per_replica = 4, but the decode layout .* is 8 devices"):
+        LaunchSpec.from_plan_row({**row, "devices_per_replica": 4}, {"model": "deepseek-v3"})
+
+
+def test_eagle_placeholder_is_named_in_a_note():
+    spec = LaunchSpec.from_plan_row({"tp": 1, "precision": "bf16", "spec_decode": "eagle:k=3"},
+                                    {"model": "llama-3.1-8b"})
+    cfg = launch_config(spec, "sglang")
+    ns = _parse("sglang", _argv(cfg), 3)
+    assert ns.speculative_draft_model_path == "<EAGLE-3 draft head for meta-llama/Llama-3.1-8B>"
+    assert any(ns.speculative_draft_model_path in n and "EAGLE-3 head" in n for n in cfg.notes)
 
 
 # --- every generated configuration passes its engine's recorded schema -----------------------------------

@@ -27,6 +27,7 @@ checkpoint (block FP8, MXFP4, INT4/INT8) get a note to serve such a checkpoint.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,7 +113,9 @@ class LaunchSpec:
         Reads ``tp``, ``pp``, ``ep``, ``dp_attention`` (or ``attention_dp``), ``precision`` (or
         ``weights``), ``kv_cache``, ``spec_decode`` and ``replicas``; a P/D row gives
         ``prefill_<field>`` and ``decode_<field>`` for the layout fields, ``<role>_workers`` (or
-        ``<role>_num_workers``) for the replicas, and ``_size`` suffixes (``prefill_tp_size``) are read too.
+        ``<role>_num_workers``) for the replicas, and ``_size`` suffixes (``prefill_tp_size``) are read too;
+        a ``<role>_layout`` label (``"tp1-adp8-ep8"``, :func:`parse_layout_label`) takes precedence, and
+        the decode pool falls back to the unprefixed fields.
         """
         inputs = inputs or {}
         model = row.get("model") or inputs.get("model")
@@ -125,6 +128,7 @@ class LaunchSpec:
             pools = tuple(_pool(row, role, f"{role}_") for role in ("prefill", "decode"))
         else:
             pools = (_pool(row, "aggregated", ""),)
+        _check_devices(row, pools)
         return _finish(str(model), weights, kv, pools, prof_name, row.get("spec_decode"))
 
     @classmethod
@@ -158,25 +162,71 @@ def _profile_name(label: str) -> str:
 
 
 def _is_pd(row: Mapping[str, Any]) -> bool:
-    return str(row.get("mode", "")).lower() in ("disagg", "pd", "disaggregated") or any(
-        k.startswith("prefill_") and k.split("_", 1)[1] in ("tp", "tp_size") for k in row)
+    mode = str(row.get("mode", "")).lower()
+    if mode in ("agg", "aggregated"):
+        return False
+    return mode in ("disagg", "pd", "disaggregated") or any(
+        k in row for k in ("prefill_layout", "prefill_workers", "prefill_num_workers", "prefill_tp", "prefill_tp_size"))
 
 
-def _get(row: Mapping[str, Any], prefix: str, *names: str, default: int = 1) -> int:
-    for n in names:
-        for key in (f"{prefix}{n}", f"{prefix}{n}_size"):
-            v = row.get(key)
-            if v is not None and v == v:  # skip NaN from DataFrames
-                return int(v)
+def _check_devices(row: Mapping[str, Any], pools: tuple[PoolLayout, ...]) -> None:
+    """The row's own device counts, where it states them, must match the layout read from it."""
+    stated = {"aggregated": "devices_per_replica", "decode": "devices_per_replica",
+              "prefill": "prefill_devices_per_worker"}
+    for p in pools:
+        v = row.get(stated[p.role])
+        if v is not None and v == v and int(v) != p.devices:
+            raise ConfigError(f"launch: row {stated[p.role]} = {int(v)}, but the {p.role} layout tp={p.tp} "
+                              f"dp_attention={p.dp_attention} pp={p.pp} is {p.devices} devices")
+
+
+def _get(row: Mapping[str, Any], prefixes: tuple[str, ...], *names: str, default: int = 1) -> int:
+    for prefix in prefixes:
+        for n in names:
+            for key in (f"{prefix}{n}", f"{prefix}{n}_size"):
+                v = row.get(key)
+                if v is not None and v == v:  # skip NaN from DataFrames
+                    return int(v)
     return default
 
 
+_LABEL = re.compile(r"(tp|adp|dp|pp|ep)(\d+)")
+_LABEL_FIELDS = {"tp": "tp", "adp": "dp_attention", "dp": "dp_attention", "pp": "pp", "ep": "ep"}
+
+
+def parse_layout_label(label: str) -> dict[str, int]:
+    """``"tp1-adp8-ep8"`` -> ``{"tp": 1, "dp_attention": 8, "ep": 8}`` (a plan's layout label).
+
+    Raises
+    ------
+    ConfigError
+        Text in the label that is not ``tp``/``adp``/``dp``/``pp``/``ep`` followed by an integer.
+    """
+    parts = [p for p in re.split(r"[-_\s]+", str(label).strip()) if p]
+    out = {}
+    for part in parts:
+        m = _LABEL.fullmatch(part)
+        if m is None:
+            raise ConfigError(f"launch: layout label {label!r}: cannot read {part!r}; expected tpN, adpN, ppN, "
+                              "epN joined by '-'")
+        out[_LABEL_FIELDS[m.group(1)]] = int(m.group(2))
+    return out
+
+
 def _pool(row: Mapping[str, Any], role: str, prefix: str) -> PoolLayout:
-    reps = ("replicas",) if not prefix else ("workers", "num_workers", "replicas")
-    return PoolLayout(role, tp=_get(row, prefix, "tp"), pp=_get(row, prefix, "pp"),
-                      ep=_get(row, prefix, "ep", "moe_ep"),
-                      dp_attention=_get(row, prefix, "dp_attention", "attention_dp"),
-                      replicas=_get(row, prefix, *reps))
+    """One pool of a row: a ``<role>_layout`` label if given, else ``<role>_<field>`` keys; a P/D row's
+    decode pool falls back to the unprefixed fields (plans state the decode layout there)."""
+    label = row.get(f"{role}_layout") if prefix else None
+    if label:
+        f = parse_layout_label(label)
+        lay = {k: f.get(k, 1) for k in ("tp", "pp", "ep", "dp_attention")}
+    else:
+        prefixes = (prefix, "") if role == "decode" else (prefix,)
+        lay = {"tp": _get(row, prefixes, "tp"), "pp": _get(row, prefixes, "pp"),
+               "ep": _get(row, prefixes, "ep", "moe_ep"),
+               "dp_attention": _get(row, prefixes, "dp_attention", "attention_dp")}
+    reps = _get(row, ("",), "replicas") if not prefix else _get(row, (prefix,), "workers", "num_workers", "replicas")
+    return PoolLayout(role, replicas=reps, **lay)
 
 
 def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], profile: str,

@@ -23,7 +23,7 @@ _ONLINE = {  # weight format -> (vLLM, SGLang) --quantization value
     "fp4": ("modelopt_fp4", "modelopt_fp4"),
 }
 _KV = {  # KV format -> value per engine (None: the engine default, which follows the model dtype)
-    "vllm": {"bf16": None, "fp16": None, "fp8": "fp8", "nvfp4": "nvfp4"},
+    "vllm": {"bf16": None, "fp16": None, "fp8": "fp8"},
     "sglang": {"bf16": None, "fp16": None, "fp8": "fp8_e4m3", "nvfp4": "nvfp4"},
     "trtllm": {"bf16": None, "fp16": None, "fp8": "fp8"},
 }
@@ -36,6 +36,15 @@ def weight_notes(spec: Any, engine: str) -> list[str]:
     if w in CHECKPOINT_FORMATS or (engine == "trtllm" and w not in ("bf16", "fp16")):
         return [f"weights {w}: serve a checkpoint already quantized to {w} in place of {spec.model} "
                 f"(the engine reads the format from the checkpoint's config; no flag sets it)"]
+    return []
+
+
+def spec_notes(spec: Any) -> list[str]:
+    """Notes for speculative decoding settings a launch cannot fill in itself."""
+    sd = spec.spec_decode
+    if sd is not None and sd.method == "eagle":
+        return [f"speculative decoding eagle k={sd.k}: replace '{_draft_name(spec)}' with the repository of an "
+                f"EAGLE-3 head trained for {spec.model}"]
     return []
 
 
@@ -185,7 +194,7 @@ def standalone(spec: Any, engine: str) -> Any:
     from .launch import LaunchConfig
 
     schema = load_arg_schema(engine)
-    cfg = LaunchConfig(engine, [], notes=weight_notes(spec, engine))
+    cfg = LaunchConfig(engine, [], notes=weight_notes(spec, engine) + spec_notes(spec))
     for pool in spec.pools:
         suffix = "" if pool.role == "aggregated" else f"-{pool.role}"
         if engine == "vllm":
