@@ -271,3 +271,7 @@ def test_plan_cli_launch(capsys):
     assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B"]
     assert _parse("vllm", argv, 2).tensor_parallel_size == out["ranked"][0]["tp"] == 1
     assert out["launch"]["schema"]["sources"]["args"].startswith("https://github.com/vllm-project/vllm/blob/")
+    # an aggregated plan has no Dynamo P/D graph: the plan is still printed, the reason follows, exit 2
+    assert main([*base, "--launch", "dynamo"]) == 2
+    text = capsys.readouterr().out
+    assert "1x h100-sxm tp1 bf16 x1" in text and "no dynamo launch configuration" in text and "aggregated" in text

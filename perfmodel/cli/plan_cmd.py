@@ -119,9 +119,12 @@ def run(args) -> int:
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,))
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
-    launch = result.launch(args.launch) if args.launch is not None and result.ranked else None
+    launch, launch_error = _launch(result, args.launch)
+    if launch_error:
+        status = 2  # the plan is printed; its launch configuration is not expressible (bad input)
     if args.format == "json":
-        extra = {"launch": launch.as_dict()} if launch is not None else {}
+        extra = {"launch": launch.as_dict() if launch is not None else None, "launch_error": launch_error} \
+            if args.launch is not None else {}
         print_json({**result.as_dict(), **extra, "note": engine_note(args.engine)})
         return status
     i = result.inputs
@@ -141,8 +144,22 @@ def run(args) -> int:
     if launch is not None:
         print(f"\nlaunch configuration of rank 1 ({result.ranked[0]['deployment']}):\n{launch.text()}")
     elif args.launch is not None:
-        print("\nno launch configuration: no deployment meets the SLO")
+        print(f"\nno {args.launch} launch configuration: {launch_error}")
     return status
+
+
+def _launch(result, engine: str | None):
+    """(launch configuration of the best plan, None) or (None, why there is none)."""
+    from ..errors import PerfmodelError
+
+    if engine is None:
+        return None, None
+    if not result.ranked:
+        return None, "no deployment meets the SLO"
+    try:
+        return result.launch(engine), None
+    except PerfmodelError as exc:
+        return None, str(exc)
 
 
 def _list_price_line(row: dict) -> str:
