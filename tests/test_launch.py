@@ -59,7 +59,7 @@ def test_vllm_llama70b_fp8_tp4_by_hand(llama70_fp8_tp4):
 
 def test_sglang_and_trtllm_llama70b_by_hand(llama70_fp8_tp4):
     ns = _parse("sglang", _argv(launch_config(llama70_fp8_tp4, "sglang")), 3)
-    assert (ns.model_path, ns.tp_size, ns.quantization, ns.max_running_requests, ns.chunked_prefill_size) == \
+    assert (ns.model_path, ns.tensor_parallel_size, ns.quantization, ns.max_running_requests, ns.chunked_prefill_size) == \
         ("meta-llama/Llama-3.1-70B", 4, "fp8", 1024, 8192)
     cfg = launch_config(llama70_fp8_tp4, "trtllm")
     ns = _parse("trtllm", _argv(cfg), 1)
@@ -76,7 +76,8 @@ def test_dsv3_pd_dp_attention_by_hand(dsv3_pd):
         [("prefill", 1, 8, 8, 2, 8), ("decode", 1, 16, 16, 1, 16)]
     sg = launch_config(dsv3_pd, "sglang")
     ns = _parse("sglang", _argv(sg, "decode"), 3)
-    assert (ns.tp_size, ns.dp_size, ns.enable_dp_attention, ns.ep_size) == (16, 16, True, 16)
+    assert (ns.tensor_parallel_size, ns.data_parallel_size, ns.enable_dp_attention, ns.expert_parallel_size) == \
+        (16, 16, True, 16)
     assert (ns.kv_cache_dtype, ns.disaggregation_mode, ns.speculative_algorithm) == ("fp8_e4m3", "decode", "NEXTN")
     assert (ns.speculative_num_steps, ns.speculative_num_draft_tokens) == (2, 3)
     v = _parse("vllm", _argv(launch_config(dsv3_pd, "vllm"), "prefill"), 2)
@@ -225,10 +226,16 @@ def test_inexpressible_layouts_and_names_are_errors(dsv3_pd, llama70_fp8_tp4):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_schemas_name_version_and_sources(engine):
+    """Every part names where it was read: a release on PyPI (with the wheel's sha256 in the version) or
+    a GitHub file at a commit; TensorRT-LLM's llm_args.py revision is the one the index did not name."""
     s = load_arg_schema(engine)
     assert s.version and s.measured_versions and s.version_note
-    urls = [v for v in s.sources.values() if "github.com" in v]
-    assert urls and all(re.search(r"/blob/[0-9a-f]{40}/", u) for u in urls)
+    for part, src in s.sources.items():
+        pypi = re.match(r"https://pypi\.org/project/[\w-]+/[\w.]+/ wheel: \S+\.py", src)
+        github = re.match(r"https://github\.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{40}/\S+", src)
+        assert pypi or github or (engine, part) == ("trtllm", "llm_api_options"), (engine, part, src)
+        if pypi:
+            assert re.search(r"sha256 [0-9a-f]{64}", s.version)
 
 
 def test_recorded_facts_match_their_sources():
@@ -236,8 +243,14 @@ def test_recorded_facts_match_their_sources():
     v, g, t, d = (load_arg_schema(e) for e in ENGINES)
     assert v.args["--tensor-parallel-size"]["aliases"] == ["-tp"]  # arg_utils.py: "--tensor-parallel-size", "-tp"
     assert v.keys("json_keys", "kv_transfer_config")["kv_role"]["choices"] == ["kv_producer", "kv_consumer", "kv_both"]
-    assert g.args["--ep-size"]["aliases"] == ["--expert-parallel-size", "--ep"]  # server_args.py ep_size
+    assert g.args["--expert-parallel-size"]["aliases"] == ["--ep-size", "--ep"]  # server_args.py 0.5.9
     assert g.args["--disaggregation-mode"]["choices"] == ["null", "prefill", "decode"]
+    assert g.args["--kv-cache-dtype"]["choices"] == ["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"]
+    assert v.args["--kv-cache-dtype"]["choices"] == ["auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2",
+                                                     "fp8_inc", "fp8_ds_mla"]  # vllm/config/cache.py CacheDType
+    assert "choices" not in v.args["--quantization"]  # QuantizationMethods | str: vLLM sets no choices
+    assert d.data["worker_args"]["trtllm"]["--disaggregation-mode"]["choices"] == \
+        ["prefill_and_decode", "prefill", "decode", "encode"]  # dynamo 0.8.1 DisaggregationMode
     assert t.args["--moe_expert_parallel_size"]["aliases"] == ["--ep_size"]  # serve.py click option
     assert t.args["--extra_llm_api_options"]["aliases"] == ["--config"]
     assert t.keys("yaml_keys")["cache_transceiver_config"]["keys"]["backend"]["choices"] == \
@@ -270,8 +283,62 @@ def test_plan_cli_launch(capsys):
     argv = out["launch"]["commands"][0]["argv"]
     assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B"]
     assert _parse("vllm", argv, 2).tensor_parallel_size == out["ranked"][0]["tp"] == 1
-    assert out["launch"]["schema"]["sources"]["args"].startswith("https://github.com/vllm-project/vllm/blob/")
+    assert out["launch"]["schema"]["sources"]["args"].startswith("https://pypi.org/project/vllm/0.18.0/")
     # an aggregated plan has no Dynamo P/D graph: the plan is still printed, the reason follows, exit 2
     assert main([*base, "--launch", "dynamo"]) == 2
     text = capsys.readouterr().out
     assert "1x h100-sxm tp1 bf16 x1" in text and "no dynamo launch configuration" in text and "aggregated" in text
+
+
+# --- the recorder that wrote the args sections from the release wheels -----------------------------------
+
+def _recorder():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "record_engine_args.py"
+    spec = importlib.util.spec_from_file_location("record_engine_args", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_recorder_derives_types_as_vllm_does(tmp_path):
+    """A synthetic wheel in vLLM's layout: flags from add_argument, types from EngineArgs annotations."""
+    import zipfile
+
+    arg_utils = '''
+from typing import Any, Literal
+Kind = Literal["a", "b"]
+@dataclass
+class EngineArgs:
+    kind: Kind = "a"
+    either: Kind | str = "a"
+    flag_on: bool = False
+    sizes: list[int] | None = None
+    extra: dict[str, Any] | None = None
+    cc: CompilationConfig = None
+    n: int | None = None
+def add_cli_args(parser):
+    g = parser.add_argument_group()
+    g.add_argument("--kind", **kw["kind"])
+    g.add_argument("--either", "-e", **kw["either"])
+    g.add_argument("--flag-on", **kw["flag_on"])
+    g.add_argument("--sizes", **kw["sizes"])
+    g.add_argument("--extra", **kw["extra"])
+    g.add_argument("--cc", "-O", **kw["cc"])
+    g.add_argument("--n", **kw["n"])
+    g.add_argument("--rank", type=int, help="explicit")
+    g.add_argument("--quiet", action="store_true")
+    g.add_argument("--old", action=DeprecatedAction)
+'''
+    wheel = tmp_path / "vllm-0.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("vllm/engine/arg_utils.py", arg_utils)
+        z.writestr("vllm/config/cache.py", "Other = Literal['x']\n")
+    got = _recorder().record("vllm", str(wheel))
+    assert got == {"--kind": {"type": "str", "choices": ["a", "b"]},
+                   "--either": {"type": "str", "aliases": ["-e"]},  # a Literal or any str: no choices
+                   "--flag-on": {"type": "bool"}, "--sizes": {"type": "int", "nargs": "+"},
+                   "--extra": {"type": "json"}, "--cc": {"type": "json", "aliases": ["-O"]},
+                   "--n": {"type": "int"}, "--rank": {"type": "int"}, "--quiet": {"type": "flag"}}

@@ -24,7 +24,7 @@ _ONLINE = {  # weight format -> (vLLM, SGLang) --quantization value
 }
 _KV = {  # KV format -> value per engine (None: the engine default, which follows the model dtype)
     "vllm": {"bf16": None, "fp16": None, "fp8": "fp8"},
-    "sglang": {"bf16": None, "fp16": None, "fp8": "fp8_e4m3", "nvfp4": "nvfp4"},
+    "sglang": {"bf16": None, "fp16": None, "fp8": "fp8_e4m3"},
     "trtllm": {"bf16": None, "fp16": None, "fp8": "fp8"},
 }
 TRTLLM_CONFIG = "extra-llm-api-config{suffix}.yml"
