@@ -279,7 +279,7 @@ class LaunchConfig:
 
     def text(self) -> str:
         """A shell-readable rendering: commands (one per pool), then the files, then notes as comments."""
-        out = [f"# {self.engine}: checked against {self.schema.get('version', '')}"]
+        out = [f"# {self.engine}: checked against {str(self.schema.get('version', '')).split(' (')[0]}"]
         for c in self.commands:
             out.append(f"# {c['role']}: {c['replicas']} replica(s) x {c['devices']} device(s)")
             out.append(shlex.join(c["argv"]))
