@@ -91,6 +91,7 @@ def test_dsv3_pd_dp_attention_by_hand(dsv3_pd):
     assert pre["disable_overlap_scheduler"] is True and "disable_overlap_scheduler" not in dec
     assert dec["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 2}
     assert dec["kv_cache_config"] == {"dtype": "fp8"} and dec["cache_transceiver_config"] == {"backend": "DEFAULT"}
+    assert any("decode replicas span 16 devices" in n and "--nnodes" in n for n in sg.notes)
     # the scheduler limits are the simulated profile's (sglang: 1024 sequences, 8192-token chunks)
     assert dec["max_batch_size"] == 1024 and dec["max_num_tokens"] == 8192
 
@@ -236,6 +237,14 @@ def test_schemas_name_version_and_sources(engine):
         assert pypi or github or (engine, part) == ("trtllm", "llm_api_options"), (engine, part, src)
         if pypi:
             assert re.search(r"sha256 [0-9a-f]{64}", s.version)
+
+
+def test_flags_named_in_notes_exist():
+    from perfmodel.planning.launch_engines import MULTINODE
+
+    for engine in ("vllm", "sglang"):
+        names = {n for f, a in load_arg_schema(engine).args.items() for n in (f, *a.get("aliases", []))}
+        assert set(MULTINODE[engine].split(", ")) <= names
 
 
 def test_recorded_facts_match_their_sources():

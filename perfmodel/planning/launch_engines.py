@@ -28,6 +28,9 @@ _KV = {  # KV format -> value per engine (None: the engine default, which follow
     "trtllm": {"bf16": None, "fp16": None, "fp8": "fp8"},
 }
 TRTLLM_CONFIG = "extra-llm-api-config{suffix}.yml"
+MULTINODE = {"vllm": "--data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank",
+             "sglang": "--nnodes, --node-rank, --dist-init-addr",
+             "trtllm": "an MPI or Slurm launch across the hosts"}
 
 
 def weight_notes(spec: Any, engine: str) -> list[str]:
@@ -216,6 +219,10 @@ def standalone(spec: Any, engine: str) -> Any:
         check_args(engine, argv)
         cfg.commands.append({"role": pool.role, "replicas": pool.replicas, "devices": pool.devices,
                              "argv": [*schema.command, *argv]})
+    wide = [p for p in spec.pools if p.devices > 8]
+    if wide:
+        cfg.notes.append(f"{', '.join(f'{p.role} replicas span {p.devices} devices' for p in wide)}: on several "
+                         "hosts add the engine's multi-node settings (" + MULTINODE[engine] + "; not generated here)")
     if spec.disaggregated:
         cfg.notes.append({"vllm": "P/D: prefill and decode instances exchange KV through the NIXL connector; "
                                   "a proxy or router (e.g. Dynamo) must send each request to both",
