@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import ConfigError
+from ..errors import ConfigError, unknown_name
 from .argtypes import FRACTION, POSITIVE, POSITIVE_REAL, SEED, count, count_list, no_feasible_point
 from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
 
@@ -77,6 +77,8 @@ def register(sub) -> None:
     p.add_argument("--requests", type=POSITIVE, default=300, help="requests per simulated load point (default 300)")
     p.add_argument("--seed", type=SEED, default=0, help="simulation seed (default 0)")
     p.add_argument("--max-replicas", type=POSITIVE, default=256, help="load limit per candidate (default 256)")
+    p.add_argument("--launch", metavar="ENGINE", help="also print the launch configuration of the best plan: "
+                                                      "vllm, sglang, trtllm or dynamo (P/D plans)")
     add_format_arg(p)
     p.set_defaults(func=run)
     c = sub.add_parser("claim", help="check a vendor performance claim against the model",
@@ -96,6 +98,11 @@ def run(args) -> int:
     from ..serving import SLO, Workload
     from ..serving.workload import check_context
 
+    if args.launch is not None:
+        from ..planning.launch import LAUNCH_ENGINES
+
+        if args.launch not in LAUNCH_ENGINES:  # before the search, not after it
+            raise unknown_name("launch engine (--launch)", args.launch, LAUNCH_ENGINES)
     limits = {k: v for k, v in (("ttft", args.slo_ttft), ("tpot", args.slo_tpot), ("e2e", args.slo_e2e)) if v}
     if not limits:
         raise ConfigError("give at least one of --slo-ttft, --slo-tpot, --slo-e2e")
@@ -112,8 +119,13 @@ def run(args) -> int:
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,))
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
+    launch, launch_error = _launch(result, args.launch)
+    if launch_error:
+        status = 2  # the plan is printed; its launch configuration is not expressible (bad input)
     if args.format == "json":
-        print_json({**result.as_dict(), "note": engine_note(args.engine)})
+        extra = {"launch": launch.as_dict() if launch is not None else None, "launch_error": launch_error} \
+            if args.launch is not None else {}
+        print_json({**result.as_dict(), **extra, "note": engine_note(args.engine)})
         return status
     i = result.inputs
     print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
@@ -129,7 +141,25 @@ def run(args) -> int:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
     print(f"note: {engine_note(args.engine)}")
+    if launch is not None:
+        print(f"\nlaunch configuration of rank 1 ({result.ranked[0]['deployment']}):\n{launch.text()}")
+    elif args.launch is not None:
+        print(f"\nno {args.launch} launch configuration: {launch_error}")
     return status
+
+
+def _launch(result, engine: str | None):
+    """(launch configuration of the best plan, None) or (None, why there is none)."""
+    from ..errors import PerfmodelError
+
+    if engine is None:
+        return None, None
+    if not result.ranked:
+        return None, "no deployment meets the SLO"
+    try:
+        return result.launch(engine), None
+    except PerfmodelError as exc:
+        return None, str(exc)
 
 
 def _list_price_line(row: dict) -> str:

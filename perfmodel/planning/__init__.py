@@ -29,14 +29,16 @@ if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
         prefill_bottleneck_isl,
     )
     from .executor import map_tasks, serving_sweep
+    from .launch import LaunchConfig, LaunchSpec, launch_config
     from .pareto import AXIS_LABELS, axis_label, pareto_front, pareto_mask, plot_fronts, plot_pareto
     from .plan import Candidate, PlanResult, enumerate_candidates, plan
     from .sweep import COLUMNS as SWEEP_COLUMNS
     from .sweep import sweep, sweep_deployments
 
 __all__ = [
-    "AXIS_LABELS", "Candidate", "Claim", "ClaimCheck", "PlanResult", "PowerBasis", "SWEEP_COLUMNS", "TotalCost", "agent_chain",
-    "axis_label", "chain_time", "check_claim", "completion_time", "enumerate_candidates", "list_claims", "load_claim", "map_tasks",
+    "AXIS_LABELS", "Candidate", "Claim", "ClaimCheck", "LaunchConfig", "LaunchSpec", "PlanResult", "PowerBasis", "SWEEP_COLUMNS", "TotalCost", "agent_chain",
+    "axis_label", "chain_time", "check_claim", "completion_time", "enumerate_candidates", "launch_config", "list_claims",
+    "load_claim", "map_tasks",
     "max_concurrency_for_speed", "output_crossover", "pareto_front", "pareto_mask", "plan", "plot_fronts",
     "plot_pareto", "power_basis", "prefill_bottleneck_isl", "serving_sweep", "sweep", "sweep_deployments", "tokens_per_s_per_mw",
     "usd", "usd_per_hour", "usd_per_million_tokens",

@@ -124,6 +124,15 @@ class PlanResult:
     def as_dict(self) -> dict[str, Any]:
         return {"ranked": self.ranked, "rejected": self.rejected, "inputs": self.inputs}
 
+    def launch(self, engine: str, rank: int = 1, **kw: Any):
+        """Launch configuration (``vllm``, ``sglang``, ``trtllm`` or ``dynamo``) of the deployment ranked
+        ``rank`` (1 = best): :func:`perfmodel.planning.launch.launch_config` of that row."""
+        from .launch import launch_config
+
+        if not 1 <= int(rank) <= len(self.ranked):
+            raise ConfigError(f"launch: rank {rank} is not in 1..{len(self.ranked)} (ranked deployments)")
+        return launch_config(self.ranked[int(rank) - 1], engine, self.inputs, **kw)
+
 
 def _reject(c: Candidate, kind: str, reason: str) -> dict[str, Any]:
     return {"deployment": c.name, "hardware": c.hardware, **c.layout, "rejected_for": kind, "reason": reason}
