@@ -1,13 +1,17 @@
 """SRAM / dataflow machines: public per-user speeds against perfmodel, and per-user speed against chips.
 
-Run: ``python benchmarks/sram_public.py [public|scaling|claim]``. Prints (asserts nothing);
+Run: ``python benchmarks/sram_public.py [public|ceiling|scaling|claim]``. Prints (asserts nothing);
 ``scripts/gen_doc_blocks.py`` copies the output into docs/sram.md.
 
 1. ``public``: every row of ``perfmodel/data/dataflow/public_speeds.csv`` next to the prediction on the
    fastest layout of its chip count (batch 1, ISL 1024 / OSL 256);
-2. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
-   Groq LPU v1, Llama-3.1-70B bf16 on Cerebras WSE-3);
-3. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
+2. ``ceiling``: for every SambaNova row, the weight bytes each socket reads per token, the read rate the
+   public speed implies, and the per-user speed at 100 % of the datasheet HBM bandwidth with no
+   synchronisation (an upper bound no execution model with weights in HBM can beat);
+3. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
+   Groq LPU v1, Llama-3.1-70B bf16 on Cerebras WSE-3 at launch, Llama-3.1-405B bf16 on Cerebras WSE-3
+   after the October 2024 release);
+4. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
 """
 
 from __future__ import annotations
@@ -15,23 +19,42 @@ from __future__ import annotations
 import argparse
 
 import perfmodel as pm
-from perfmodel.dataflow.public import compare_public
+from perfmodel.dataflow.public import compare_public, public_speeds
 from perfmodel.planning.claims import check_claim
 
 CURVES = [("llama-2-70b", "groq-lpu", "int8", "fp16", (576, 1152, 2304, 4608, 9216)),
-          ("llama-3.1-70b", "cerebras-wse3", "bf16", "bf16", (4, 8, 16, 32, 64))]
+          ("llama-3.1-70b", "cerebras-wse3", "bf16", "bf16", (4, 8, 16, 32, 64)),
+          ("llama-3.1-405b", "cerebras-wse3-oct2024", "bf16", "bf16", (21, 42, 63, 126))]
 
 
 def public() -> str:
     df = compare_public()
-    head = f"{'vendor':<10}{'model':<16}{'weights':<8}{'chips':>6}  {'public':>7}  {'perfmodel':>9}  {'ratio':>6}  " \
-           f"{'layout':<12}{'role':<14}date"
+    head = f"{'architecture':<23}{'model':<16}{'weights':<8}{'chips':>6}  {'public':>7}  {'perfmodel':>9}  " \
+           f"{'ratio':>6}  {'layout':<12}{'role':<14}date"
     rows = [head, "-" * len(head)]
     for _, r in df.iterrows():
-        rows.append(f"{r['vendor']:<10}{r['model']:<16}{r['weights']:<8}{int(r['devices']):>6}  "
+        rows.append(f"{r['hardware']:<23}{r['model']:<16}{r['weights']:<8}{int(r['devices']):>6}  "
                     f"{r['tokens_per_s_per_user']:>7.0f}  {r['predicted_tokens_per_s_per_user']:>9.0f}  "
                     f"{r['ratio']:>6.2f}  {r['layout']:<12}{r['role']:<14}{r['date']}")
     rows.append("tok/s per user at batch 1, ISL 1024 / OSL 256; ratio = perfmodel / public")
+    return "\n".join(rows)
+
+
+def ceiling() -> str:
+    rows = [f"{'model':<16}{'sockets':>8}  {'GB/socket':>9}  {'public':>7}  {'implied TB/s':>12}  "
+            f"{'ceiling':>8}  {'public/ceiling':>14}"]
+    hbm = None
+    for _, r in public_speeds().query("vendor == 'SambaNova'").iterrows():
+        n = int(r["devices"])
+        p = pm.predict_dataflow(r["model"], r["hardware"], tp=n, isl=int(r["isl"]), osl=int(r["osl"]),
+                                weights=r["weights"], kv_cache=r["kv_cache"])
+        hbm = p.memory.weight_bandwidth
+        w = float(p.memory.weights)
+        need, top = float(r["tokens_per_s_per_user"]) * w, hbm / w
+        rows.append(f"{r['model']:<16}{n:>8}  {w / 1e9:>9.2f}  {r['tokens_per_s_per_user']:>7.0f}  "
+                    f"{need / 1e12:>12.2f}  {top:>8.0f}  {r['tokens_per_s_per_user'] / top:>14.2f}")
+    rows.append(f"ceiling = HBM bandwidth / weight bytes per socket, at {hbm / 1e12:.2f} TB/s per socket (100 %, "
+                "no sync, no KV reads); implied = public x weight bytes per socket")
     return "\n".join(rows)
 
 
@@ -61,9 +84,9 @@ def claim() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", nargs="?", choices=("public", "scaling", "claim"), default="public")
+    p.add_argument("what", nargs="?", choices=("public", "ceiling", "scaling", "claim"), default="public")
     args = p.parse_args(argv)
-    print({"public": public, "scaling": scaling, "claim": claim}[args.what]())
+    print({"public": public, "ceiling": ceiling, "scaling": scaling, "claim": claim}[args.what]())
     return 0
 
 

@@ -160,6 +160,24 @@ def test_more_chips_never_slower_per_user():
     assert wafers == sorted(wafers)
 
 
+def test_per_user_speed_against_wafers_is_limited_by_hops():
+    """Llama-3.1-405B on Cerebras (October 2024 release): more wafers never lower the per-user speed, but
+    each wafer-to-wafer hand-off costs alpha + h b_a / B = 5 us + 16384 x 2 B / 150 GB/s = 5.218 us, so a
+    pipeline of 126 one-layer stages pays 126 x 5.218 us = 0.657 ms of hops per token (at most 1,521
+    tok/s whatever the streaming) and is slower than 63 stages; on 126 wafers the search keeps 63 stages
+    x 2 replicas."""
+    hop = 5e-6 + 16384 * 2 / 150e9
+    deep = predict_dataflow("llama-3.1-405b", "cerebras-wse3-oct2024", tp=1, pp=126, isl=1024, osl=256)
+    assert math.isclose(float(deep.hand_off_s[()]), 126 * hop, rel_tol=1e-6)
+    assert float(deep.per_user_tokens_per_s[()]) < 1 / (126 * hop)
+    half = predict_dataflow("llama-3.1-405b", "cerebras-wse3-oct2024", tp=1, pp=63, isl=1024, osl=256)
+    assert float(half.per_user_tokens_per_s[()]) > float(deep.per_user_tokens_per_s[()])
+    best = [best_layout("llama-3.1-405b", "cerebras-wse3-oct2024", n, isl=1024, osl=256) for n in (21, 42, 126)]
+    speeds = [b["per_user_tokens_per_s"] for b in best]
+    assert speeds == sorted(speeds)
+    assert (best[-1]["pp"], best[-1]["replicas"]) == (63, 2)
+
+
 def test_arch_lookup_and_bad_input():
     assert load_arch("groq-lpu").accelerator == "groq-lpu"
     with pytest.raises(UnknownNameError, match="dataflow architecture"):

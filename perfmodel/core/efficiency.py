@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import SpecError, unknown_name
+from ..errors import SpecError, UnknownNameError, unknown_name
 
 #: Kernel-level decode-attention terms (TensorRT-LLM's decode kernel paths, work units, split-KV), fitted
 #: per accelerator on GQA and MHA calls; per-op prediction uses them for every head layout, the step
@@ -218,14 +218,17 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
 
 
 def _dataflow_profile(accelerator_id: str) -> Efficiency | None:
-    """The execution profile of a statically scheduled chip (:mod:`perfmodel.dataflow`), if it is one."""
-    from ..dataflow.arch import _files, load_arch
+    """The execution profile of a statically scheduled chip (:mod:`perfmodel.dataflow`), if it is one.
 
-    for ident in _files():
-        arch = load_arch(ident)
-        if arch.accelerator == accelerator_id:
-            return arch.as_efficiency()
-    return None
+    Where several architecture files run the same chip (software releases), the one whose id is the
+    accelerator's id is used (:func:`perfmodel.dataflow.load_arch`).
+    """
+    from ..dataflow.arch import load_arch
+
+    try:
+        return load_arch(accelerator_id).as_efficiency()
+    except UnknownNameError:
+        return None
 
 
 def check_profile(efficiency: str | Efficiency | None) -> None:

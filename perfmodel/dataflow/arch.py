@@ -176,6 +176,10 @@ def _load(ident: str) -> DataflowArch:
 def load_arch(name: str | DataflowArch) -> DataflowArch:
     """A shipped architecture by its id or by its accelerator's id (``groq-lpu``, ``cerebras-wse3``).
 
+    An id names one file; an accelerator id names the file with that id if there is one (several
+    files may run one chip, one per software release: ``cerebras-wse3`` and ``cerebras-wse3-oct2024``),
+    else the first in sorted order.
+
     Raises
     ------
     UnknownNameError
@@ -185,7 +189,7 @@ def load_arch(name: str | DataflowArch) -> DataflowArch:
         return name
     if name in _files():
         return _load(name)
-    for ident in _files():
+    for ident in sorted(_files()):
         arch = _load(ident)
         if arch.accelerator == name:
             return arch
