@@ -1,13 +1,14 @@
 """SRAM / dataflow machines: public per-user speeds against perfmodel, and per-user speed against chips.
 
-Run: ``python benchmarks/sram_public.py [public|ceiling|scaling|claim]``. Prints (asserts nothing);
+Run: ``python benchmarks/sram_public.py [public|implied|scaling|claim]``. Prints (asserts nothing);
 ``scripts/gen_doc_blocks.py`` copies the output into docs/sram.md.
 
 1. ``public``: every row of ``perfmodel/data/dataflow/public_speeds.csv`` next to the prediction on the
    fastest layout of its chip count (batch 1, ISL 1024 / OSL 256);
-2. ``ceiling``: for every SambaNova row, the weight bytes each socket reads per token, the read rate the
-   public speed implies, and the per-user speed at 100 % of the datasheet HBM bandwidth with no
-   synchronisation (an upper bound no execution model with weights in HBM can beat);
+2. ``implied``: the stream efficiency η each public figure implies by itself (on its layout), next to
+   the shipped one; then, for every SambaNova row, the weight bytes each socket reads per token, the
+   read rate the public speed implies, and the per-user speed at 100 % of the datasheet HBM bandwidth
+   with no synchronisation (an upper bound no execution model with weights in HBM can beat);
 3. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
    Groq LPU v1, Llama-3.1-70B bf16 on Cerebras WSE-3 at launch, Llama-3.1-405B bf16 on Cerebras WSE-3
    after the October 2024 release);
@@ -19,7 +20,8 @@ from __future__ import annotations
 import argparse
 
 import perfmodel as pm
-from perfmodel.dataflow.public import compare_public, public_speeds
+from perfmodel.dataflow import load_arch
+from perfmodel.dataflow.public import compare_public, implied_stream_efficiency, public_speeds
 from perfmodel.planning.claims import check_claim
 
 CURVES = [("llama-2-70b", "groq-lpu", "int8", "fp16", (576, 1152, 2304, 4608, 9216)),
@@ -40,9 +42,18 @@ def public() -> str:
     return "\n".join(rows)
 
 
-def ceiling() -> str:
-    rows = [f"{'model':<16}{'sockets':>8}  {'GB/socket':>9}  {'public':>7}  {'implied TB/s':>12}  "
-            f"{'ceiling':>8}  {'public/ceiling':>14}"]
+def implied() -> str:
+    rows = [f"{'architecture':<23}{'model':<16}{'chips':>6}  {'public':>7}  {'eta shipped':>11}  {'eta implied':>11}",
+            "-" * 80]
+    for _, r in public_speeds().iterrows():
+        eta = implied_stream_efficiency(r)
+        shown = f"{eta:>11.3g}" if eta != float("inf") else f"{'> 1':>11}"
+        rows.append(f"{r['hardware']:<23}{r['model']:<16}{int(r['devices']):>6}  {r['tokens_per_s_per_user']:>7.0f}  "
+                    f"{load_arch(r['hardware']).stream_efficiency.value:>11.3g}  {shown}")
+    rows += ["eta implied: the stream efficiency that alone matches the public figure on the row's layout "
+             "(> 1: beyond the datasheet bandwidth)", "",
+             f"{'SambaNova':<16}{'sockets':>8}  {'GB/socket':>9}  {'public':>7}  {'implied TB/s':>12}  "
+             f"{'ceiling':>8}  {'public/ceiling':>14}"]
     hbm = None
     for _, r in public_speeds().query("vendor == 'SambaNova'").iterrows():
         n = int(r["devices"])
@@ -84,9 +95,9 @@ def claim() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", nargs="?", choices=("public", "ceiling", "scaling", "claim"), default="public")
+    p.add_argument("what", nargs="?", choices=("public", "implied", "scaling", "claim"), default="public")
     args = p.parse_args(argv)
-    print({"public": public, "ceiling": ceiling, "scaling": scaling, "claim": claim}[args.what]())
+    print({"public": public, "implied": implied, "scaling": scaling, "claim": claim}[args.what]())
     return 0
 
 

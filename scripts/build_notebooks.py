@@ -1896,18 +1896,35 @@ NB08 = [
     """),
     code("""
     table = compare_public()
-    table[["vendor", "model", "weights", "devices", "tokens_per_s_per_user", "predicted_tokens_per_s_per_user",
+    table[["hardware", "model", "weights", "devices", "tokens_per_s_per_user", "predicted_tokens_per_s_per_user",
            "ratio", "layout", "role", "source"]]
+    """),
+    md("""
+    ## The η each public figure implies by itself
+    Rows of one architecture and software release should imply similar values. Cerebras's launch
+    figures and its figures after the October 2024 release do not, which is why each release has
+    its own file. SambaNova's figures need more than the datasheet HBM bandwidth (`inf`).
+    """),
+    code("""
+    from perfmodel.dataflow.public import implied_stream_efficiency, public_speeds
+
+    rows = public_speeds()
+    rows["eta_implied"] = [implied_stream_efficiency(r) for _, r in rows.iterrows()]
+    rows["eta_shipped"] = [load_arch(h).stream_efficiency.value for h in rows["hardware"]]
+    rows[["hardware", "model", "devices", "tokens_per_s_per_user", "eta_shipped", "eta_implied", "role"]]
     """),
     md("""
     ## Per-user speed against chip count
     More chips never lower the per-user speed through capacity (the search can always use fewer as
-    replicas); hops and per-layer synchronisation limit the gain.
+    replicas); hops and per-layer synchronisation limit the gain. On 126 wafers a 405B pipeline of
+    126 one-layer stages would pay 126 wafer-to-wafer hops per token, so the search keeps 63 stages
+    × 2 replicas and the curve flattens.
     """),
     code("""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for model, hw, w, counts in (("llama-2-70b", "groq-lpu", "int8", [576, 1152, 2304, 4608]),
-                                 ("llama-3.1-70b", "cerebras-wse3", "bf16", [4, 8, 16, 32])):
+                                 ("llama-3.1-70b", "cerebras-wse3", "bf16", [4, 8, 16, 32]),
+                                 ("llama-3.1-405b", "cerebras-wse3-oct2024", "bf16", [21, 42, 63, 126])):
         speeds = [pm.best_layout(model, hw, n, isl=1024, osl=256, weights=w)["per_user_tokens_per_s"]
                   for n in counts]
         ax.plot(counts, speeds, marker="o", label=f"{model} on {hw}")

@@ -32,6 +32,7 @@ COMMANDS = {
                     "groq-lpu", "--devices", "576", "--isl", "1024", "--osl", "256", "--batch", "1,8",
                     "--weights", "int8", "--kv-cache", "fp16"],
     "sram-public": [sys.executable, "benchmarks/sram_public.py", "public"],
+    "sram-implied": [sys.executable, "benchmarks/sram_public.py", "implied"],
     "sram-scaling": [sys.executable, "benchmarks/sram_public.py", "scaling"],
     "sram-claim": [sys.executable, "benchmarks/sram_public.py", "claim"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]

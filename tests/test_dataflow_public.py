@@ -7,7 +7,12 @@ import math
 import pytest
 
 from perfmodel.dataflow import load_arch
-from perfmodel.dataflow.public import compare_public, fit_stream_efficiency, public_speeds
+from perfmodel.dataflow.public import (
+    compare_public,
+    fit_stream_efficiency,
+    implied_stream_efficiency,
+    public_speeds,
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +64,22 @@ def test_one_fitted_parameter_per_release_and_the_chip_resolves_to_launch():
                                              "notes"})
     assert later.stream_efficiency.value > 5 * launch.stream_efficiency.value
     assert "cerebras-wse3.yaml" in _dataflow_profile("cerebras-wse3").source
+
+
+def test_implied_stream_efficiency_per_row():
+    """An architecture fitted on one row implies its own fitted value on that row; the two Cerebras
+    software releases imply values 4-7x apart on the same chip (launch 0.039-0.059, after October
+    2024 0.25-0.29), which is why one parameter cannot serve both; SambaNova's rows need more than
+    the datasheet HBM bandwidth (inf)."""
+    rows = public_speeds().set_index(["hardware", "model"])
+    eta = {k: implied_stream_efficiency(r.to_dict() | {"hardware": k[0], "model": k[1]})
+           for k, r in rows.iterrows()}
+    assert math.isclose(eta[("groq-lpu", "llama-2-70b")], load_arch("groq-lpu").stream_efficiency.value, rel_tol=2e-3)
+    later = load_arch("cerebras-wse3-oct2024").stream_efficiency.value
+    assert math.isclose(eta[("cerebras-wse3-oct2024", "llama-3.1-70b")], later, rel_tol=2e-3)
+    launch = [eta[("cerebras-wse3", m)] for m in ("llama-3.1-8b", "llama-3.1-70b")]
+    assert max(launch) < 0.07 and eta[("cerebras-wse3-oct2024", "llama-3.1-405b")] > 4 * max(launch)
+    assert all(v == math.inf for k, v in eta.items() if k[0] == "sambanova-sn40l")
 
 
 def test_sambanova_public_speeds_exceed_the_hbm_ceiling():

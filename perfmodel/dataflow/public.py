@@ -17,6 +17,11 @@ model, precision, chip count (published or stated as assumed), source and ``role
 
 Each prediction uses the fastest layout of the published chip count that fits
 (:func:`perfmodel.dataflow.best_layout`).
+
+:func:`implied_stream_efficiency` solves the same equation for one row alone, on that row's layout:
+the η the public figure implies by itself. Rows of one architecture and software release should
+imply similar values; a figure that implies η > 1 is beyond the datasheet bandwidth of its weight
+tier, whatever the execution model does with the other terms.
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
+from scipy.optimize import brentq, minimize_scalar
 
 from .layout import search_layouts
+from .step import predict_dataflow
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,3 +88,33 @@ def compare_public() -> pd.DataFrame:
     df = pd.DataFrame(rows)
     df["ratio"] = df["predicted_tokens_per_s_per_user"] / df["tokens_per_s_per_user"]
     return df
+
+
+def implied_stream_efficiency(row) -> float:
+    """The η that alone makes perfmodel match one public row, on the row's fastest layout.
+
+    Parameters
+    ----------
+    row : mapping
+        A row of :func:`public_speeds` (hardware, model, devices, isl, osl, weights, kv_cache,
+        tokens_per_s_per_user).
+
+    Returns
+    -------
+    float
+        η in (0, 1] with :math:`v_{pred}(\\eta) = v_{public}` [-], or ``inf`` when even η = 1 (the
+        datasheet bandwidth of the weight tier) predicts less than the public figure.
+    """
+    best = search_layouts(row["model"], row["hardware"], int(row["devices"]), isl=int(row["isl"]),
+                          osl=int(row["osl"]), batch=1, weights=row["weights"], kv_cache=row["kv_cache"]).iloc[0]
+    target = float(row["tokens_per_s_per_user"])
+
+    def gap(log_eta: float) -> float:
+        p = predict_dataflow(row["model"], row["hardware"], tp=int(best["tp"]), pp=int(best["pp"]),
+                             isl=int(row["isl"]), osl=int(row["osl"]), weights=row["weights"],
+                             kv_cache=row["kv_cache"], stream_efficiency=float(np.exp(log_eta)))
+        return float(np.log(float(np.ravel(p.per_user_tokens_per_s)[0]) / target))
+
+    if gap(0.0) < 0:
+        return float("inf")
+    return float(np.exp(brentq(gap, np.log(1e-5), 0.0, xtol=1e-6)))
