@@ -1,6 +1,6 @@
 """SRAM / dataflow machines: public per-user speeds against perfmodel, and per-user speed against chips.
 
-Run: ``python benchmarks/sram_public.py [public|implied|scaling|claim]``. Prints (asserts nothing);
+Run: ``python benchmarks/sram_public.py [public|implied|speculative|scaling|claim]``. Prints (asserts nothing);
 ``scripts/gen_doc_blocks.py`` copies the output into docs/sram.md.
 
 1. ``public``: every row of ``perfmodel/data/dataflow/public_speeds.csv`` next to the prediction on the
@@ -9,10 +9,14 @@ Run: ``python benchmarks/sram_public.py [public|implied|scaling|claim]``. Prints
    the shipped one; then, for every SambaNova row, the weight bytes each socket reads per token, the
    read rate the public speed implies, and the per-user speed at 100 % of the datasheet HBM bandwidth
    with no synchronisation (an upper bound no execution model with weights in HBM can beat);
-3. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
+3. ``speculative``: for every row the model does not match (``later-release``, ``unexplained``), the
+   tokens a speculative step with a Llama-3.2-1B draft on the same chips would have to emit (E) to
+   reach the public speed, and the one acceptance rate that gives it, next to the accepted lengths
+   the sourced table holds at the same k;
+4. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
    Groq LPU v1, Llama-3.1-70B bf16 on Cerebras WSE-3 at launch, Llama-3.1-405B bf16 on Cerebras WSE-3
    after the October 2024 release);
-4. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
+5. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import argparse
 import perfmodel as pm
 from perfmodel.dataflow import load_arch
 from perfmodel.dataflow.public import compare_public, implied_stream_efficiency, public_speeds
+from perfmodel.dataflow.speculative import needed_expected_tokens
+from perfmodel.dataflow.step import DataflowModel
+from perfmodel.engine.speculative_acceptance import acceptance_profiles, uniform_rate_for_length
 from perfmodel.planning.claims import check_claim
 
 CURVES = [("llama-2-70b", "groq-lpu", "int8", "fp16", (576, 1152, 2304, 4608, 9216)),
@@ -69,6 +76,30 @@ def implied() -> str:
     return "\n".join(rows)
 
 
+def speculative() -> str:
+    draft, ks = "llama-3.2-1b", (4, 8)
+    head = f"{'architecture':<23}{'model':<16}{'chips':>6}  {'layout':<10}{'public':>7}" + "".join(
+        f"  {'E k=' + str(k):>7}  {'accept':>6}" for k in ks)
+    rows = [f"draft {draft} on the same chips (target's tp, pp clipped to its layers), batch 1, context 1024",
+            head, "-" * len(head)]
+    table = compare_public()
+    for _, r in table[table["role"].isin(["later-release", "unexplained"])].iterrows():
+        tp, pp = (int(x) for x in r["layout"].split("x")[0].removeprefix("tp").split("-pp"))
+        target = DataflowModel(r["model"], r["hardware"], tp=tp, pp=pp, weights=r["weights"], kv_cache=r["kv_cache"])
+        line = f"{r['hardware']:<23}{r['model']:<16}{int(r['devices']):>6}  {r['layout']:<10}{r['tokens_per_s_per_user']:>7.0f}"
+        for k in ks:
+            e = needed_expected_tokens(target, draft, k, float(r["tokens_per_s_per_user"]))
+            rate = f"{uniform_rate_for_length(e, k):>6.2f}" if e <= k + 1 else f"{'none':>6}"
+            line += f"  {e:>7.2f}  {rate}"
+        rows.append(line)
+    sourced = {k: [dict(p.lengths)[k] for p in acceptance_profiles().values() if k in dict(p.lengths)] for k in ks}
+    rows.append("E: tokens a step must emit to reach the public speed; accept: the one rate per position that "
+                "gives E (none: E > k + 1)")
+    rows.append("sourced accepted lengths (perfmodel/data/speculative/acceptance.csv): " + "; ".join(
+        f"k={k}: {min(v):.2f}-{max(v):.2f}" if v else f"k={k}: none" for k, v in sourced.items()))
+    return "\n".join(rows)
+
+
 def scaling() -> str:
     rows = []
     for model, hw, w, kv, counts in CURVES:
@@ -95,9 +126,9 @@ def claim() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", nargs="?", choices=("public", "implied", "scaling", "claim"), default="public")
+    p.add_argument("what", nargs="?", choices=("public", "implied", "speculative", "scaling", "claim"), default="public")
     args = p.parse_args(argv)
-    print({"public": public, "implied": implied, "scaling": scaling, "claim": claim}[args.what]())
+    print({"public": public, "implied": implied, "speculative": speculative, "scaling": scaling, "claim": claim}[args.what]())
     return 0
 
 

@@ -99,9 +99,9 @@ def run(args) -> int:
         if args.devices is not None:
             _pick_layout(args, "dataflow" if dataflow else "gpu")
         if dataflow:
-            if args.engine or args.spec_decode not in (None, "off"):
-                raise ConfigError(f"--engine / --spec-decode: serving engines are fitted on GPUs; "
-                                  f"{args.hardware} runs the dataflow model (add --execution gpu to combine them)")
+            if args.engine:
+                raise ConfigError(f"--engine: serving engines are fitted on GPUs; {args.hardware} runs the "
+                                  f"dataflow model (add --execution gpu to combine them)")
             return _run_dataflow(args, batch, isl, osl)
         from ..core.predict import predict
 
@@ -151,7 +151,7 @@ def _run_dataflow(args, batch, isl, osl) -> int:
     reps = getattr(args, "replicas", 1)
     pred = predict_dataflow(args.model, args.hardware, tp=args.tp, pp=args.pp, isl=isl, osl=osl, batch=batch,
                             weights=args.weights, activations=args.activations, kv_cache=args.kv_cache,
-                            replicas=reps)
+                            replicas=reps, spec_decode=args.spec_decode)
     df = pred.to_dataframe()
     df["model"] = args.model
     records = df.to_dict(orient="records")
@@ -165,6 +165,8 @@ def _run_dataflow(args, batch, isl, osl) -> int:
           f"{cfg['precision']}, dataflow model: {cfg['execution']} execution, no kernel-launch terms; "
           f"stream_efficiency {cfg['stream_efficiency']:.4g} fitted on {cfg['fitted_on']}); "
           f"TTFT excludes queueing")
+    if cfg["spec_decode"]:
+        print(f"speculative decoding: {cfg['spec_decode']} (a what-if: the acceptance is not predicted)")
     tiers = [c for c in df.columns if c.endswith("_used_bytes_per_chip")]
     cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s",
             "sync_s", "hand_off_s", "fits", *tiers]

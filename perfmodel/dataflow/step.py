@@ -32,11 +32,13 @@ the most loaded one, working on m sequences at once). Per-user speed is 1/TPOT; 
 b/TPOT.
 
 TTFT is one prompt of ``isl`` tokens through every stage, no chunk pipelining (an upper bound).
+With ``spec_decode`` (a separate draft model, :mod:`.speculative`) TPOT is the speculative step over
+the tokens it emits, and the TPOT terms are those of the verification pass.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -50,6 +52,7 @@ from ..modelspec import ModelSpec, load_model
 from ..precision import Precision
 from .arch import DataflowArch, load_arch
 from .memory import ChipMemory, _pipeline_depth, chip_memory, layers_per_stage
+from .speculative import as_spec_decode, draft_model, speculative_decode
 
 
 def dataflow_parallel(model: ModelSpec, tp: int, pp: int) -> Parallel:
@@ -182,8 +185,6 @@ class DataflowModel:
 
     def _all_experts(self, op):
         """The experts op streaming every local expert's weights (``moe_experts: all``)."""
-        from dataclasses import replace
-
         moe, x = self.model.moe, op.moe
         assert moe is not None
         every = moe.num_experts / self.parallel.ep * x["matrices"] * self.model.hidden_size * x["inter"] * (
@@ -205,13 +206,23 @@ class DataflowModel:
         full = np.asarray(batch, dtype=float) >= self.depth
         return np.where(full, float(self.parallel.pp * self.layers), float(self.model.num_layers))
 
-    def decode(self, batch, context, weight_bandwidth: float | None = None) -> dict[str, np.ndarray]:
-        """TPOT and its terms for ``batch`` sequences at ``context`` tokens [s] (module docstring)."""
+    def decode(self, batch, context, weight_bandwidth: float | None = None,
+               tokens_per_sequence: int = 1) -> dict[str, np.ndarray]:
+        """TPOT and its terms for ``batch`` sequences at ``context`` tokens [s] (module docstring).
+
+        ``tokens_per_sequence`` q > 1 is a speculative verification pass: each sequence's q tokens
+        travel in its micro-batch (m·q tokens through every op and hand-off; the weights are read
+        once). Attention reads the KV cache once per token here, q times per sequence: an overcount
+        of (q − 1)·KV per sequence and layer, small beside the weights at short context.
+        """
         bw = weight_bandwidth or self.chip.memory[self.arch.weights_tier].bandwidth.value
+        if not isinstance(tokens_per_sequence, int) or tokens_per_sequence < 1:
+            raise ConfigError(f"tokens_per_sequence: must be an integer >= 1, got {tokens_per_sequence!r}")
         m = self.micro_batch(batch)
-        parts = self.stage_parts(StepShape.make(n_decode=m, context=context), bw)
+        tokens = m * tokens_per_sequence
+        parts = self.stage_parts(StepShape.make(n_decode=tokens, context=context), bw)
         pp = self.parallel.pp
-        hops = pp * self.hand_off_time(m) if pp > 1 else np.zeros_like(m)
+        hops = pp * self.hand_off_time(tokens) if pp > 1 else np.zeros_like(m)
         per = self.layers_crossed(batch) / self.layers  # stage-times of layer work per token
         total = per * (parts.total_ops + parts.sync) + parts.head + hops
         return {"tpot_s": total, "stream_s": per * parts.stream, "compute_s": per * parts.compute,
@@ -270,22 +281,38 @@ def _contexts(isl, osl) -> np.ndarray:
 def predict_dataflow(model: str | ModelSpec, hardware: str | DataflowArch, tp: int = 1, pp: int = 1,
                      isl=1024, osl=128, batch=1, weights: str = "bf16", activations: str | None = None,
                      kv_cache: str = "bf16", replicas: int = 1,
-                     stream_efficiency: float | None = None) -> DataflowPrediction:
+                     stream_efficiency: float | None = None, spec_decode=None) -> DataflowPrediction:
     """TTFT, TPOT, per-user speed, throughput and per-chip memory on a dataflow machine.
 
     TPOT is averaged over the output by Simpson's rule (contexts isl+1, midpoint, isl+osl−1), as in
     :func:`perfmodel.predict`; E2E = TTFT + (osl − 1)·TPOT. ``batch`` is sequences per replica;
     ``replicas`` multiplies the throughput (devices = replicas·tp·pp). Weights beyond the weight
     tier go to the architecture's spill tier, which slows their reads (:mod:`.memory`).
+    ``spec_decode`` (``"draft:llama-3.2-1b,k=4,accept=0.8"``, a mapping or a
+    :class:`~perfmodel.engine.speculative.SpecDecode`) adds a separate draft model on the same chips,
+    its weights and KV next to the target's weights (:mod:`.speculative`; the acceptance is the
+    user's, a what-if).
     """
     dm = DataflowModel(model, hardware, tp=tp, pp=pp, weights=weights, activations=activations,
                        kv_cache=kv_cache, stream_efficiency=stream_efficiency)
+    spec = as_spec_decode(spec_decode)
     b, i, o = (np.array(x, dtype=float) for x in np.broadcast_arrays(batch, isl, osl))
     if np.any(b < 1) or np.any(i < 1) or np.any(o < 1):
         raise ConfigError(f"batch, isl, osl: must be >= 1, got {batch!r}, {isl!r}, {osl!r}")
     mem = dm.memory(b, i + o)
+    extra: dict[str, np.ndarray] = {}
+    if spec is not None:
+        held = draft_model(dm, spec).memory(b, i + o)
+        tier = dm.arch.weights_tier
+        mem = replace(mem, used={**mem.used, tier: mem.used[tier] + held.weights + held.kv})
+        extra["draft_bytes_per_chip"] = np.broadcast_to(held.weights + held.kv, b.shape)
     ctx = _contexts(i, o)
-    dec = dm.decode(b, ctx, mem.weight_bandwidth)
+    q = 1 if spec is None else spec.k + 1
+    dec = dm.decode(b, ctx, mem.weight_bandwidth, tokens_per_sequence=q)
+    if spec is not None:
+        s = speculative_decode(dm, spec, b, ctx, mem.weight_bandwidth)
+        dec = {**dec, "tpot_s": s["tpot_s"], "verify_s": s["verify_s"], "draft_s": s["draft_s"]}
+        extra["expected_tokens"] = np.broadcast_to(s["expected_tokens"], b.shape)
     dec = {k: np.broadcast_to(v, ctx.shape) for k, v in dec.items()}
     simpson = {k: (v[0] + 4.0 * v[1] + v[2]) / 6.0 for k, v in dec.items() if k != "micro_batch"}
     ttft = dm.prefill(i, mem.weight_bandwidth)
@@ -297,9 +324,10 @@ def predict_dataflow(model: str | ModelSpec, hardware: str | DataflowArch, tp: i
             **{k: v for k, v in simpson.items() if k != "tpot_s"}, "micro_batch": dec["micro_batch"][1],
             "weights_bytes_per_chip": np.broadcast_to(mem.weights, b.shape),
             "kv_bytes_per_chip": mem.kv, "spill_bytes_per_chip": np.broadcast_to(mem.spill_bytes, b.shape),
-            **{f"{t}_used_bytes_per_chip": np.broadcast_to(u, b.shape) for t, u in mem.used.items()}}
+            **{f"{t}_used_bytes_per_chip": np.broadcast_to(u, b.shape) for t, u in mem.used.items()}, **extra}
     cfg = {"hardware": dm.arch.id, "layout": f"tp{tp}-pp{pp}", "tp": tp, "pp": pp, "replicas": replicas,
            "devices": replicas * tp * pp, "precision": dm.precision.label(), "execution": dm.arch.execution,
            "stream_efficiency": dm.eta, "fitted_on": dm.arch.stream_efficiency.fitted_on,
-           "tiers": mem.tiers, "basis": "analytic-dataflow"}
+           "tiers": mem.tiers, "basis": "analytic-dataflow",
+           "spec_decode": None if spec is None else f"{spec.label()} ({spec.acceptance_source})"}
     return DataflowPrediction(cols, cfg, mem)
