@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import perfmodel as pm
+from perfmodel.core.ops import StepShape
 from perfmodel.dataflow import DataflowArch, DataflowModel, best_layout, load_arch, predict_dataflow
 from perfmodel.dataflow.memory import chip_memory
 from perfmodel.dataflow.step import dataflow_parallel
@@ -176,6 +177,22 @@ def test_per_user_speed_against_wafers_is_limited_by_hops():
     speeds = [b["per_user_tokens_per_s"] for b in best]
     assert speeds == sorted(speeds)
     assert (best[-1]["pp"], best[-1]["replicas"]) == (63, 2)
+
+
+def test_sn40l_streams_weights_through_the_all_reduces():
+    """SN40L declares sync_hidden_by_stream: a layer's work is max(ops, compute + sync), so at batch 1,
+    where the HBM stream dominates, TPOT is the ops and the LM head and no all-reduce time shows; the
+    same chip with additive sync pays every all-reduce on top (the difference is exactly the sync)."""
+    sn = load_arch("sambanova-sn40l")
+    assert sn.sync_hidden_by_stream and not load_arch("groq-lpu").sync_hidden_by_stream
+    hidden = DataflowModel("llama-3.1-70b", sn, tp=16)
+    added = DataflowModel("llama-3.1-70b", sn.model_copy(update={"sync_hidden_by_stream": False}), tp=16)
+    h, a = hidden.decode(1, 1024.0), added.decode(1, 1024.0)
+    parts = hidden.stage_parts(StepShape.make(n_decode=1.0, context=1024.0), hidden.chip.memory["hbm"].bandwidth.value)
+    assert float(parts.compute + parts.sync) < float(parts.total_ops)  # the stream hides the sync
+    assert float(h["sync_s"]) == 0.0 and math.isclose(float(h["tpot_s"]), float(h["ops_s"] + h["head_s"]))
+    assert math.isclose(float(a["tpot_s"] - h["tpot_s"]), float(parts.sync), rel_tol=1e-9)
+    assert float(a["sync_s"]) > 1e-3  # about 2 ms of all-reduces per token on the assumed socket link
 
 
 def test_arch_lookup_and_bad_input():

@@ -69,6 +69,10 @@ class DataflowArch(_Strict):
         ``routed``: only the experts the tokens are routed to are read (dynamic control).
     reserve : float
         Fraction of each tier kept free (program, buffers).
+    sync_hidden_by_stream : bool
+        The chip keeps streaming the next weights from their tier while a layer's tensor-parallel
+        collectives run (weights do not depend on activations), so a stage's layer work is
+        max(ops, compute + sync) rather than ops + sync. Declared, with the evidence, in the file.
     stream_efficiency : Fitted
         η (the fitted parameter).
     compute_efficiency : float
@@ -93,6 +97,7 @@ class DataflowArch(_Strict):
     tables_in_weight_format: bool = True
     moe_experts: Literal["all", "routed"] = "all"
     reserve: float = Field(default=0.0, ge=0, lt=1)
+    sync_hidden_by_stream: bool = False
     stream_efficiency: Fitted
     compute_efficiency: float = Field(default=1.0, gt=0, le=1)
     compute_source: str

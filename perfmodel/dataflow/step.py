@@ -15,8 +15,10 @@ efficiency, and s the share: 1 when a chip runs its layers one after the other (
 l when every layer owns 1/l of the chip (``spatial``, a wafer). :math:`t_{sync}` is the layer's
 tensor-parallel collectives (two all-reduces of m·h activations for a dense layer) on the chip
 network's topology, :math:`t_{head}` the LM head on the last stage; :math:`t_{layer}` below is
-the stage's layer work per layer, :math:`(t_{stage} - t_{head})/l`. There is **no** per-kernel
-launch, minimum kernel time or per-step framework overhead: the schedule is compiled.
+the stage's layer work per layer, :math:`(t_{stage} - t_{head})/l`. An architecture that keeps
+streaming weights while the collectives run (``sync_hidden_by_stream``, SN40L) takes the larger of
+the ops and compute + sync instead of their sum. There is **no** per-kernel launch, minimum kernel
+time or per-step framework overhead: the schedule is compiled.
 
 A token of one sequence crosses every stage and every hand-off (pp − 1 forward and one back to the
 first stage for the next token, each :math:`h\\,\\alpha_h + m h b_a / B_{link}` with h the hops
@@ -71,17 +73,34 @@ def dataflow_parallel(model: ModelSpec, tp: int, pp: int) -> Parallel:
 
 @dataclass
 class StageParts:
-    """Time of one stage for one micro-batch, by term [s] (arrays over points)."""
+    """Time of one stage for one micro-batch, by term [s] (arrays over points).
+
+    ``overlap``: the architecture keeps streaming weights while a layer's collectives run
+    (``sync_hidden_by_stream``), so the layer work is max(ops, compute + sync) instead of ops + sync.
+    """
 
     compute: np.ndarray
     stream: np.ndarray
     total_ops: np.ndarray
     sync: np.ndarray
     head: np.ndarray
+    overlap: bool = False
+
+    @property
+    def work(self) -> np.ndarray:
+        """Layer work of the stage: ops + sync, or max(ops, compute + sync) with ``overlap`` [s]."""
+        if self.overlap:
+            return np.maximum(self.total_ops, self.compute + self.sync)
+        return self.total_ops + self.sync
+
+    @property
+    def exposed_sync(self) -> np.ndarray:
+        """The part of the collectives' time that the layer work does not hide [s]."""
+        return self.work - self.total_ops
 
     @property
     def total(self) -> np.ndarray:
-        return self.total_ops + self.sync + self.head
+        return self.work + self.head
 
 
 class DataflowModel:
@@ -181,7 +200,7 @@ class DataflowModel:
         head_m = np.where(logits > 0, v * model.hidden_size * table, 0.0) / (weight_bandwidth * self.eta)
         head = np.maximum(head_c, head_m)
         return StageParts(np.asarray(comp), np.asarray(stream), np.asarray(ops_t), np.asarray(sync),
-                          np.asarray(head))
+                          np.asarray(head), overlap=self.arch.sync_hidden_by_stream)
 
     def _all_experts(self, op):
         """The experts op streaming every local expert's weights (``moe_experts: all``)."""
@@ -224,9 +243,9 @@ class DataflowModel:
         pp = self.parallel.pp
         hops = pp * self.hand_off_time(tokens) if pp > 1 else np.zeros_like(m)
         per = self.layers_crossed(batch) / self.layers  # stage-times of layer work per token
-        total = per * (parts.total_ops + parts.sync) + parts.head + hops
+        total = per * parts.work + parts.head + hops
         return {"tpot_s": total, "stream_s": per * parts.stream, "compute_s": per * parts.compute,
-                "ops_s": per * parts.total_ops, "sync_s": per * parts.sync, "head_s": parts.head,
+                "ops_s": per * parts.total_ops, "sync_s": per * parts.exposed_sync, "head_s": parts.head,
                 "hand_off_s": hops, "micro_batch": m}
 
     def prefill(self, isl, weight_bandwidth: float | None = None) -> np.ndarray:
@@ -237,7 +256,7 @@ class DataflowModel:
         pp = self.parallel.pp
         hops = (pp - 1) * self.hand_off_time(i) if pp > 1 else 0.0
         per = self.model.num_layers / self.layers  # one prompt crosses every layer once
-        return per * (parts.total_ops + parts.sync) + parts.head + hops
+        return per * parts.work + parts.head + hops
 
     def __repr__(self) -> str:
         return (f"DataflowModel({self.model.id} on {self.arch.id}, tp{self.parallel.tp}-pp{self.parallel.pp}, "
