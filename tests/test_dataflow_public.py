@@ -102,6 +102,31 @@ def test_sambanova_public_speeds_exceed_the_hbm_ceiling():
     assert float(sn.query("model == 'llama-3.1-405b'")["tokens_per_s_per_user"].iloc[0]) > 4 * ceiling
 
 
+#: Each public figure as its source states it: (architecture, model) -> (tok/s per user, source words).
+SOURCE_VALUES = {
+    ("groq-lpu", "llama-2-70b"): (300, "Groq can serve 300 tokens/s"),
+    ("groq-lpu", "mixtral-8x7b"): (480, "Mixtral 8x7B model at 480 tokens per second"),
+    ("groq-lpu", "llama-3.1-70b"): (250, "SambaNova's Sep 2024 table: Groq (8-bit) 250"),
+    ("cerebras-wse3", "llama-3.1-8b"): (1800, "1,800 tokens per second for Llama3.1 8B"),
+    ("cerebras-wse3", "llama-3.1-70b"): (450, "450 tokens per second for Llama3.1 70B"),
+    ("cerebras-wse3", "llama-3.1-405b"): (969, "a token rate of 969 per second"),
+    ("cerebras-wse3-oct2024", "llama-3.1-70b"): (2100, "70B from 450 to 2,100 tok/s (nextplatform, 26 Oct 2024)"),
+    ("cerebras-wse3-oct2024", "llama-3.1-405b"): (969, "a token rate of 969 per second"),
+    ("sambanova-sn40l", "llama-3.1-405b"): (129, "Llama 3.1 Instruct 405B 129"),
+    ("sambanova-sn40l", "llama-3.1-70b"): (457, "Llama 3.1 Instruct 70B 457"),
+    ("sambanova-sn40l", "llama-3.1-8b"): (1042, "Llama 3.1 Instruct 8B 1042"),
+}
+
+
+def test_public_figures_match_their_sources():
+    """Every row of public_speeds.csv carries the value its source states (words in SOURCE_VALUES)."""
+    rows = public_speeds()
+    assert len(rows) == len(SOURCE_VALUES)
+    for _, r in rows.iterrows():
+        value, _words = SOURCE_VALUES[(r["hardware"], r["model"])]
+        assert r["tokens_per_s_per_user"] == value, (r["hardware"], r["model"])
+
+
 def test_every_row_has_a_source():
     for _, r in public_speeds().iterrows():
         assert str(r["source"]).startswith("http") and r["tokens_per_s_per_user"] > 0
