@@ -115,23 +115,6 @@ class DataflowArch(_Strict):
         """The chip-to-chip link spec, or None."""
         return load_link(self.link) if self.link else None
 
-    def as_efficiency(self):
-        """This architecture as an :class:`~perfmodel.core.efficiency.Efficiency` for the GPU-style step.
-
-        Used where a statically scheduled chip runs inside a deployment built on
-        :class:`perfmodel.StepModel` (the FFN pool of a GPU/LPU split): weight and KV streaming at η,
-        matrix work at the sourced compute efficiency, and no kernel-launch, per-step framework or
-        measured-collective terms (collectives follow the link's topology). Not a borrowed GPU profile.
-        """
-        from ..core.efficiency import Efficiency
-
-        eta, comp = self.stream_efficiency.value, self.compute_efficiency
-        return Efficiency(gemm_compute={"default": comp}, memory=eta, attention_compute=comp,
-                          attention_memory=eta, name=f"dataflow:{self.id}",
-                          source=f"perfmodel/data/dataflow/{self.id}.yaml: stream_efficiency {eta:g} "
-                                 f"({self.stream_efficiency.basis}: {self.stream_efficiency.fitted_on}); "
-                                 f"no kernel-launch or framework terms")
-
     def link_bandwidth(self) -> float:
         """Per-direction injection bandwidth per chip on the chip network [B/s].
 

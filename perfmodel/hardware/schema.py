@@ -26,6 +26,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origi
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import SpecError, unknown_name
+from ..reprs import spec_html
 from ..units import DIMENSIONS, to_si, units_required
 
 SCHEMA_VERSION = 1
@@ -44,9 +45,7 @@ class _SpecHTML:
     """Notebook display of a whole spec: every figure with unit, basis and source."""
 
     def _repr_html_(self) -> str:
-        from ..reprs import spec_html
-
-        return spec_html(self)
+        return spec_html(self, iter_figures(self))
 
 
 class Figure(_Strict):
