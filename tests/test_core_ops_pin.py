@@ -152,3 +152,46 @@ def test_pin_covers_the_typed_fields():
 
 if __name__ == "__main__":  # re-record (only for an intended modelling change, see the docstring)
     PIN.write_text(json.dumps(measure(), indent=0, sort_keys=True) + "\n")
+
+
+def test_ops_carry_typed_work():
+    """The attention and MoE shapes are typed, frozen and hold the hand-derived sizes."""
+    import dataclasses
+
+    from perfmodel.core.work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
+
+    shape = StepShape.make(n_decode=[4.0, 0.0], context=[1000.0, 0.0], n_prefill=[0.0, 2.0], chunk=[0.0, 512.0])
+    ds = StepModel("deepseek-v3", "h200-sxm", tp=8, ep=8)
+    ops = {op.name: op for op in attention_ops(ds.model, ds.model.layer_groups[-1], ds.parallel, ds.precision,
+                                               shape)}
+    dec, pre = ops["attention_decode"].attention, ops["attention_prefill"].attention
+    assert isinstance(dec, DecodeAttentionWork) and isinstance(pre, PrefillAttentionWork)
+    # MLA absorbed decode: 128 heads / tp 8, d_qk = 512 + 64, d_v = 512, one latent stream of 576
+    assert (dec.family, dec.heads, dec.d_qk, dec.d_v, dec.kv_width, dec.kv_streams) == (
+        "mla_decode", 16.0, 576.0, 512.0, 576.0, 1.0)
+    # MLA prefill: d_qk = 128 nope + 64 rope, d_v = 128, K/V heads = query heads
+    assert (pre.family, pre.heads, pre.kv_heads, pre.d_qk, pre.d_v) == ("mla_prefill", 16.0, 16.0, 192.0, 128.0)
+    assert list(pre.isl) == [0.0, 512.0] and list(pre.batch) == [0.0, 2.0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        dec.heads = 1.0  # type: ignore[misc]
+
+    llama = StepModel("llama-3.1-70b", "h100-sxm", tp=8)
+    a = attention_ops(llama.model, llama.model.layer_groups[0], llama.parallel, llama.precision, shape)[2]
+    assert (a.attention.heads, a.attention.kv_streams, a.attention.d_qk, a.attention.kv_width) == (
+        8.0, 1.0, 128.0, 256.0)  # 64/8 query heads, 8/8 KV heads, K and V of 128
+    assert a.attention.grouped and a.attention.window == 0  # 8 query heads share the device's KV head
+    gptj = StepModel("gptj-6b", "h100-sxm")  # MHA: one KV head per query head
+    a = attention_ops(gptj.model, gptj.model.layer_groups[0], gptj.parallel, gptj.precision, shape)[2]
+    assert not a.attention.grouped and a.attention.heads == a.attention.kv_streams == 16.0
+    mistral = StepModel("mistral-7b", "h100-sxm")
+    a = attention_ops(mistral.model, mistral.model.layer_groups[0], mistral.parallel, mistral.precision, shape)[2]
+    assert a.attention.window == 4096 and a.attention.grouped  # 32 query heads over 8 KV heads
+
+    qwen = StepModel("qwen3-30b-a3b", "h100-sxm", tp=2, ep=2)
+    experts = [op for op in ffn_ops(qwen.model, qwen.model.layer_groups[0], qwen.parallel, qwen.precision, shape)
+               if op.moe is not None]
+    assert len(experts) == 1 and isinstance(experts[0].moe, MoEWork)
+    moe = experts[0].moe
+    # T = 4 decode | 1024 prompt tokens; R = T * top-8 / EP 2; 768 intermediate, not split (MoE-TP 1)
+    assert list(moe.tokens) == [4.0, 1024.0] and list(moe.routed) == [16.0, 4096.0]
+    assert (moe.inter, moe.matrices) == (768.0, 3.0) and list(moe.decode_only) == [True, False]
