@@ -27,6 +27,7 @@ from ..errors import SpecError, UnknownNameError, unknown_name
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..hardware.registry import read_yaml
 from ..spec_base import Strict as _Strict
+from ..spec_base import format_validation_error
 
 Tier = Literal["sram", "hbm", "ddr"]
 
@@ -146,8 +147,6 @@ def list_archs() -> list[str]:
 @functools.cache
 def _load(ident: str) -> DataflowArch:
     from pydantic import ValidationError
-
-    from ..hardware.schema import format_validation_error
 
     data = read_yaml(f"data/dataflow/{ident}.yaml", _files()[ident])
     try:
