@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from typing import Any
 
 from .units import fmt
@@ -18,12 +19,13 @@ def table_html(title: str, rows: list[tuple[Any, ...]], header: tuple[str, ...])
     return f"<p><b>{html.escape(title)}</b></p><table><tr>{head}</tr>{body}</table>"
 
 
-def spec_html(spec: Any) -> str:
-    """Every sourced figure of a hardware spec: value with unit, basis and a source link."""
-    from .hardware.schema import iter_figures
+def spec_html(spec: Any, figures: Iterable[tuple[str, Any]]) -> str:
+    """Every sourced figure of a hardware spec: value with unit, basis and a source link.
 
+    ``figures`` are its ``(path, figure)`` pairs (:func:`perfmodel.hardware.schema.iter_figures`).
+    """
     rows = []
-    for path, fig in iter_figures(spec):
+    for path, fig in figures:
         src = (f'<a href="{html.escape(fig.source)}">source</a>' if fig.source else "<i>no source</i>")
         rows.append((html.escape(path), fmt(fig.value, UNIT.get(fig.dimension, "")),
                      html.escape(", ".join(fig.basis)), src, html.escape(fig.note or "")))

@@ -10,7 +10,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.core.step import StepModel
-from perfmodel.errors import UnknownNameError
+from perfmodel.errors import SpecError, UnknownNameError
 from perfmodel.hardware import load_hardware, registry
 from perfmodel.planning import enumerate_candidates
 
@@ -61,6 +61,19 @@ def test_a_file_read_once_is_found_by_its_id(my_gpu):
     assert df["valid"].all()
     with pytest.raises(UnknownNameError, match="my-gpu-test"):  # the suggestions include the user's ids
         load_hardware("my-gpu-tset")
+
+
+def test_an_edited_file_is_read_again_under_its_id(my_gpu):
+    """No stale copy of a user's file: after an edit (mtime or size changes) its id gives the new
+    figures; unchanged, the same object; a removed file is an error naming it."""
+    path = my_gpu()
+    first = load_hardware(path)
+    assert load_hardware("my-gpu-test") is first and first.memory_bandwidth == 2e12
+    path.write_text(GPU.format(ident="my-gpu-test", bw="1.5 TB/s"))
+    assert load_hardware("my-gpu-test").memory_bandwidth == 1.5e12
+    path.unlink()
+    with pytest.raises(SpecError, match="my-gpu-test"):
+        load_hardware("my-gpu-test")
 
 
 def test_a_modified_copy_of_a_shipped_id_does_not_replace_it(my_gpu):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+import perfmodel
 from perfmodel.validation.anomalies import anomaly_category, flag_anomalies
 from perfmodel.validation.models import UnsupportedModel, checkpoint_default_format, resolve_model
 from perfmodel.validation.rows import hardware_id, kv_cache_format, map_rows, silicon_concurrency
@@ -125,6 +129,17 @@ def test_bridged_and_refused_models():
     assert resolve_model("Qwen/Qwen3.5-397B-A17B").recurrent.kind == "gated_deltanet"
     with pytest.raises(UnsupportedModel, match="unknown model"):
         resolve_model("acme/NoSuchModel-7B")
+
+
+def test_a_model_directory_is_read_again_after_an_edit(tmp_path):
+    """No path-keyed cache of a file a user may edit: a directory holding config.json (not only a
+    .json path) is re-read on every call, so an edit shows up."""
+    config = json.loads((Path(perfmodel.__file__).parent / "data" / "models" / "llama-3.1-8b.json").read_text())
+    config = config["config"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert resolve_model(str(tmp_path)).num_layers == 32
+    (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 16}))
+    assert resolve_model(str(tmp_path)).num_layers == 16
 
 
 def test_anomaly_checks_flag_physically_impossible_rows():

@@ -193,7 +193,7 @@ def profile_for(accelerator_id: str, efficiency: str | Efficiency | None = "cali
         Shipped accelerator id.
     efficiency : "calibrated" | "datasheet" | str | Efficiency
         ``"calibrated"`` (default) uses the accelerator's fitted profile, the execution profile of a
-        statically scheduled chip (:meth:`perfmodel.dataflow.DataflowArch.as_efficiency`: Groq, Cerebras,
+        statically scheduled chip (:func:`dataflow_efficiency`: Groq, Cerebras,
         SambaNova), or its family's with ``fallback=True``; ``"datasheet"`` is the pure roofline (η = 1, no overheads); another string
         names a profile; an :class:`Efficiency` is used as given.
     """
@@ -226,9 +226,26 @@ def _dataflow_profile(accelerator_id: str) -> Efficiency | None:
     from ..dataflow.arch import load_arch
 
     try:
-        return load_arch(accelerator_id).as_efficiency()
+        return dataflow_efficiency(load_arch(accelerator_id))
     except UnknownNameError:
         return None
+
+
+def dataflow_efficiency(arch: Any) -> Efficiency:
+    """A dataflow architecture (:class:`perfmodel.dataflow.DataflowArch`) as an :class:`Efficiency`.
+
+    Used where a statically scheduled chip runs inside a deployment built on
+    :class:`perfmodel.StepModel` (the FFN pool of a GPU/LPU split): weight and KV streaming at the
+    architecture's stream efficiency η (``memory`` and ``attention_memory``), matrix and attention work
+    at its sourced compute efficiency, and no kernel-launch, per-step framework or measured-collective
+    terms (collectives follow the link's topology). Not a borrowed GPU profile.
+    """
+    eta, comp = arch.stream_efficiency.value, arch.compute_efficiency
+    return Efficiency(gemm_compute={"default": comp}, memory=eta, attention_compute=comp,
+                      attention_memory=eta, name=f"dataflow:{arch.id}",
+                      source=f"perfmodel/data/dataflow/{arch.id}.yaml: stream_efficiency {eta:g} "
+                             f"({arch.stream_efficiency.basis}: {arch.stream_efficiency.fitted_on}); "
+                             f"no kernel-launch or framework terms")
 
 
 def check_profile(efficiency: str | Efficiency | None) -> None:

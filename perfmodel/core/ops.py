@@ -23,6 +23,7 @@ from ..modelspec.schema import LayerGroup, ModelSpec
 from ..precision import Precision, dtype
 from .costs import causal_pairs
 from .parallel import Parallel
+from .work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
 
 OpKind = Literal["gemm", "attention_decode", "attention_prefill", "memory", "indexer", "recurrent"]
 OpClass = Literal["attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head"]
@@ -78,9 +79,10 @@ class Op:
     ``m`` is the GEMM token dimension (sets compute efficiency); ``n`` and ``k`` the output and
     reduction sizes where known (wave quantisation); ``kernels`` counts launches; ``weight_bytes`` is
     the part of ``bytes`` that is weights (for breakdowns). ``attention`` holds the shape of an
-    attention op (sequences, heads, head sizes...) and ``moe`` that of a routed-experts op (tokens,
-    routed pairs, hit experts, sizes) for the calibrated attention and MoE cost forms of
-    :mod:`perfmodel.core.costs`.
+    attention core (:class:`~perfmodel.core.work.DecodeAttentionWork` on ``attention_decode`` ops,
+    :class:`~perfmodel.core.work.PrefillAttentionWork` on ``attention_prefill`` ops) and ``moe`` that
+    of a routed-experts op (:class:`~perfmodel.core.work.MoEWork`), for the calibrated attention and
+    MoE cost forms of :mod:`perfmodel.core.costs`.
     """
 
     name: str
@@ -93,8 +95,8 @@ class Op:
     weight_bytes: np.ndarray | float = 0.0
     n: float | None = None
     k: float | None = None
-    attention: dict | None = None
-    moe: dict | None = None
+    attention: DecodeAttentionWork | PrefillAttentionWork | None = None
+    moe: MoEWork | None = None
 
 
 @dataclass(frozen=True)
@@ -200,11 +202,10 @@ def decode_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec
               dec_a * 2.0 * dims.heads * sum(dims.decode) * attended,
               dec_a * (attended * dims.kv_width * kvb + dims.q_o_elems * prec.act_bytes),
               m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
-              attention={"family": "mla_decode" if dims.mla else "attention_decode",
-                         "batch": dec_a, "kv_len": s.context, "window": limit or 0,
-                         "heads": dims.heads, "kv_width": dims.kv_width,
-                         "d_qk": dims.decode[0], "d_v": dims.decode[1], "kv_bytes": kvb,
-                         "kv_streams": dims.kv_streams})
+              attention=DecodeAttentionWork(
+                  family="mla_decode" if dims.mla else "attention_decode", batch=dec_a, kv_len=s.context,
+                  window=limit or 0, heads=dims.heads, kv_width=dims.kv_width, d_qk=dims.decode[0],
+                  d_v=dims.decode[1], kv_bytes=kvb, kv_streams=dims.kv_streams))
 
 
 def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
@@ -225,10 +226,10 @@ def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, pre
               pre_a * 2.0 * dims.heads * sum(dims.prefill) * pairs,
               pre_a * ((past_read + s.chunk) * dims.kv_width * kvb + s.chunk * dims.q_o_elems * prec.act_bytes),
               m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0),
-              attention={"family": "mla_prefill" if dims.mla else "attention_prefill",
-                         "batch": pre_a, "isl": s.chunk, "heads": dims.heads,
-                         "kv_heads": dims.prefill_kv_heads, "d_qk": dims.prefill[0],
-                         "d_v": dims.prefill[1], "kv_bytes": kvb, "window": limit or 0})
+              attention=PrefillAttentionWork(
+                  family="mla_prefill" if dims.mla else "attention_prefill", batch=pre_a, isl=s.chunk,
+                  heads=dims.heads, kv_heads=dims.prefill_kv_heads, d_qk=dims.prefill[0],
+                  d_v=dims.prefill[1], kv_bytes=kvb, window=limit or 0))
 
 
 def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> list[Op]:
@@ -403,8 +404,8 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     ops.append(Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
                   m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
                   weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h),
-                  moe={"tokens": t, "routed": routed_local, "hit": hit_local, "inter": inter,
-                       "matrices": float(mats), "decode_only": s.n_prefill * s.chunk <= 0}))
+                  moe=MoEWork(tokens=t, routed=routed_local, hit=hit_local, inter=inter, matrices=float(mats),
+                              decode_only=s.n_prefill * s.chunk <= 0)))
     if moe.shared_intermediate_size:
         s_inter = moe.shared_intermediate_size / g
         ops.append(_gemm("shared_up", "moe", t, (mats - 1) * s_inter, h, wb, ab))

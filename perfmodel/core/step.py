@@ -52,6 +52,7 @@ from .ops import (
     layer_messages,
 )
 from .parallel import Parallel
+from .work import DecodeAttentionWork, PrefillAttentionWork
 
 BOUNDS = np.array(["compute", "memory", "communication"])
 OP_CLASSES = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
@@ -373,19 +374,18 @@ class StepModel:
         return fn[msg.kind](msg.size, n, bw, self.link_alpha)
 
     @staticmethod
-    def _decode_family(eff, attention: dict) -> str:
+    def _decode_family(eff, attention: DecodeAttentionWork) -> str:
         """Decode-attention op family: kernel-level terms for grouped queries (H > H_kv streams)."""
-        return eff.decode_family(attention["family"], grouped=bool(np.all(attention["heads"] > attention["kv_streams"])))
+        return eff.decode_family(attention.family, grouped=attention.grouped)
 
     def _op_parts(self, op: Op):
         """Cost of one op with the profile: calibrated shape terms where the profile has them."""
         eff = self.efficiency
         if op.moe is not None:
             x = op.moe
-            return moe_time(x["tokens"], x["routed"], x["hit"], self.model.hidden_size, x["inter"],
-                            x["matrices"], self.peak, self.bandwidth, eff, self.moe_format,
-                            self.precision.weights.bytes, self.precision.act_bytes,
-                            graph_replayed=x["decode_only"])
+            return moe_time(x.tokens, x.routed, x.hit, self.model.hidden_size, x.inter, x.matrices,
+                            self.peak, self.bandwidth, eff, self.moe_format, self.precision.weights.bytes,
+                            self.precision.act_bytes, graph_replayed=x.decode_only)
         if op.kind == "gemm":
             if op.k is None:  # per-head batched products (MLA absorption): plain GEMM form
                 eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.matmul_format), eff.gemm_m_half)
@@ -393,29 +393,25 @@ class StepModel:
                                eff.kernel_overhead, op.kernels)
             return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
                              self.precision.matmul_format, op.kernels, fused_quantization=True)
-        decode_family = self._decode_family(eff, op.attention) if op.kind == "attention_decode" and op.attention \
-            else None
+        a = op.attention
+        decode_family = self._decode_family(eff, a) if isinstance(a, DecodeAttentionWork) else None
         if decode_family and eff.op(decode_family):
-            a = op.attention
-            t = attention_decode_time(a["batch"], a["kv_len"], a["heads"], a["kv_width"], a["d_qk"],
-                                      a["d_v"], a["kv_bytes"], self.attention_peak, self.bandwidth, eff,
-                                      kv_streams=a["kv_streams"], window=a["window"],
-                                      act_bytes=self.precision.act_bytes,
+            t = attention_decode_time(a.batch, a.kv_len, a.heads, a.kv_width, a.d_qk, a.d_v, a.kv_bytes,
+                                      self.attention_peak, self.bandwidth, eff, kv_streams=a.kv_streams,
+                                      window=a.window, act_bytes=self.precision.act_bytes,
                                       family=decode_family)
             return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
-        if op.kind == "attention_prefill" and op.attention and eff.op(op.attention["family"]):
-            a = op.attention
-            t = attention_prefill_time(a["batch"], a["isl"], a["heads"], a["kv_heads"], a["d_qk"], a["d_v"],
-                                       self.attention_peak, self.bandwidth, eff, window=a["window"],
-                                       kv_bytes=a["kv_bytes"], act_bytes=self.precision.act_bytes,
-                                       family=a["family"])
+        if isinstance(a, PrefillAttentionWork) and eff.op(a.family):
+            t = attention_prefill_time(a.batch, a.isl, a.heads, a.kv_heads, a.d_qk, a.d_v,
+                                       self.attention_peak, self.bandwidth, eff, window=a.window,
+                                       kv_bytes=a.kv_bytes, act_bytes=self.precision.act_bytes,
+                                       family=a.family)
             # the form is fitted without a cached prefix: scale its FLOP part to this op's pairs and
             # bytes; the fixed cost per (sequence, head, 128-query tile) does not grow with the prefix
             with np.errstate(divide="ignore", invalid="ignore"):
-                f_no_past = 2.0 * a["batch"] * a["heads"] * causal_pairs(a["isl"], a["window"]) * (
-                    a["d_qk"] + a["d_v"])
+                f_no_past = 2.0 * a.batch * a.heads * causal_pairs(a.isl, a.window) * (a.d_qk + a.d_v)
                 cscale = np.where(f_no_past > 0, op.flops / f_no_past, 0.0)
-            tiles = prefill_tile_time(a["batch"], a["isl"], a["heads"], eff, a["family"])
+            tiles = prefill_tile_time(a.batch, a.isl, a.heads, eff, a.family)
             return OpTime((t.compute - tiles) * cscale + tiles,
                           np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
                           t.overhead * op.kernels, t.overlap)

@@ -27,6 +27,7 @@ from ..errors import SpecError, UnknownNameError, unknown_name
 from ..hardware import Accelerator, Link, load_accelerator, load_link
 from ..hardware.registry import read_yaml
 from ..spec_base import Strict as _Strict
+from ..spec_base import format_validation_error
 
 Tier = Literal["sram", "hbm", "ddr"]
 
@@ -120,23 +121,6 @@ class DataflowArch(_Strict):
         """The chip-to-chip link spec, or None."""
         return load_link(self.link) if self.link else None
 
-    def as_efficiency(self):
-        """This architecture as an :class:`~perfmodel.core.efficiency.Efficiency` for the GPU-style step.
-
-        Used where a statically scheduled chip runs inside a deployment built on
-        :class:`perfmodel.StepModel` (the FFN pool of a GPU/LPU split): weight and KV streaming at η,
-        matrix work at the sourced compute efficiency, and no kernel-launch, per-step framework or
-        measured-collective terms (collectives follow the link's topology). Not a borrowed GPU profile.
-        """
-        from ..core.efficiency import Efficiency
-
-        eta, comp = self.stream_efficiency.value, self.compute_efficiency
-        return Efficiency(gemm_compute={"default": comp}, memory=eta, attention_compute=comp,
-                          attention_memory=eta, name=f"dataflow:{self.id}",
-                          source=f"perfmodel/data/dataflow/{self.id}.yaml: stream_efficiency {eta:g} "
-                                 f"({self.stream_efficiency.basis}: {self.stream_efficiency.fitted_on}); "
-                                 f"no kernel-launch or framework terms")
-
     def link_bandwidth(self) -> float:
         """Per-direction injection bandwidth per chip on the chip network [B/s].
 
@@ -168,8 +152,6 @@ def list_archs() -> list[str]:
 @functools.cache
 def _load(ident: str) -> DataflowArch:
     from pydantic import ValidationError
-
-    from ..hardware.schema import format_validation_error
 
     data = read_yaml(f"data/dataflow/{ident}.yaml", _files()[ident])
     try:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
-    from .disagg import PDBalance, kv_transfer_time, pd_balance
+    from .balance import PDBalance, pd_balance
+    from .disagg import kv_transfer_time
     from .load import load_deployment
     from .lpu_memory import min_devices_for_weights, part_weight_bytes
     from .offload import OffloadAnalysis, offload_analysis

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from ..errors import SpecError
 from ..hardware.registry import read_yaml
-from ..hardware.schema import format_validation_error
+from ..spec_base import format_validation_error
 from ..units import units_required
 from .schema import Deployment
 

@@ -172,7 +172,7 @@ def verify_attention_time(target: StepModel, n, queries: int, context) -> np.nda
         op = decode_attention_op(model, LayerGroup(count, "dense", window), par, prec, shape)
         extra_qo = (queries - 1) * shape.n_decode / par.dp_attention * dims.q_o_elems * prec.act_bytes
         op = replace(op, flops=op.flops * queries, bytes=op.bytes + extra_qo,
-                     attention={**op.attention, "heads": dims.heads * queries})
+                     attention=replace(op.attention, heads=dims.heads * queries))
         total = total + count * target._op_parts(op).total
     return np.asarray(total)
 

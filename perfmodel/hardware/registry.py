@@ -67,15 +67,45 @@ def _looks_like_path(name: str) -> bool:
 #: User spec files loaded in this process, by id: once ``my-gpu.yaml`` has been read, ``"my-gpu"`` names it
 #: wherever a hardware name is accepted (sweeps, plans, prices, power bases). Shipped ids always win.
 _USER_SPECS: dict[str, HardwareSpec] = {}
+#: The file behind each of those ids and its (mtime [ns], size [B]) when read: a file the user has edited
+#: since is read again when its id is next used.
+_USER_FILES: dict[str, tuple[Path, tuple[int, int] | None]] = {}
 
 
-def _remember(spec: HardwareSpec) -> None:
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime [ns], size [B]) of a file, None if it cannot be read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _remember(spec: HardwareSpec, path: Path) -> None:
     """Register a user file's spec under its id, unless a shipped spec has that id or alias."""
     specs, aliases = _catalogue()
     key = spec.id.lower()
     if spec.id in specs or key in aliases:
         return  # a modified copy of a shipped file: the object is used as given, its id keeps naming the shipped one
     _USER_SPECS[key] = spec
+    _USER_FILES[key] = (path, _stamp(path))
+
+
+def _remembered(key: str) -> HardwareSpec:
+    """The spec a user file registered under ``key``, read again if the file changed since."""
+    spec = _USER_SPECS[key]
+    path, stamp = _USER_FILES.get(key, (None, None))
+    if path is None or _stamp(path) == stamp:
+        return spec
+    try:
+        fresh = load_hardware(path)  # reads and registers it again
+    except SpecError as exc:
+        raise SpecError(f"hardware {key!r} was read from a file that has changed since: {exc}") from None
+    if fresh.id.lower() != key:
+        _USER_SPECS.pop(key, None)
+        _USER_FILES.pop(key, None)
+        raise SpecError(f"hardware {key!r}: {path} named it when it was read, but now names {fresh.id!r}")
+    return fresh
 
 
 def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = None) -> HardwareSpec:
@@ -86,7 +116,8 @@ def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = No
     name_or_path : str | Path | HardwareSpec
         ``"h100-sxm"``, ``"H100"`` (alias), ``"path/to/my-gpu.yaml"``, or a spec (returned as is). A file
         read once is then also found by its id (``"my-gpu"``) in this process, unless a shipped spec has
-        that id; a spec passed as an object is not registered.
+        that id, and read again if it has changed since (modification time or size); a spec passed as
+        an object is not registered.
     kind : str, optional
         Require this kind (``accelerator``, ``link`` or ``system``).
 
@@ -101,7 +132,7 @@ def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = No
         spec = name_or_path
     elif isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
         spec = parse_spec(read_yaml(name_or_path), str(name_or_path), from_file=True)
-        _remember(spec)
+        _remember(spec, Path(name_or_path).expanduser().absolute())
     else:
         specs, aliases = _catalogue()
         key = str(name_or_path).strip()
@@ -109,7 +140,7 @@ def load_hardware(name_or_path: str | Path | HardwareSpec, kind: str | None = No
         if ident in specs:
             spec = specs[ident]
         elif key.lower() in _USER_SPECS:
-            spec = _USER_SPECS[key.lower()]
+            spec = _remembered(key.lower())
         else:
             pool = [s.id for s in specs.values() if kind is None or s.kind == kind]
             pool += [s.id for s in _USER_SPECS.values() if kind is None or s.kind == kind]

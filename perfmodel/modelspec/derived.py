@@ -37,12 +37,15 @@ Recurrent state per sequence per recurrent layer (elements, independent of the c
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import SpecError
 from ..precision import DType, dtype
-from .schema import LayerGroup, ModelSpec
+
+if TYPE_CHECKING:  # annotations only: ModelSpec's methods call this module (imported on use there)
+    from .schema import LayerGroup, ModelSpec
 
 #: Format of embeddings, LM head and norms in :func:`weight_bytes` unless overridden.
 DEFAULT_HIGH_PRECISION = "bf16"

@@ -41,6 +41,7 @@ from pydantic import Field, model_validator
 from ..errors import ConfigError, SpecError, unknown_name
 from ..hardware.registry import read_yaml
 from ..spec_base import Strict as _Strict
+from ..spec_base import format_validation_error
 from ..units import to_si, units_required
 
 Metric = Literal["tokens_per_s_per_mw", "per_device_tokens_per_s", "per_user_tokens_per_s",
@@ -140,8 +141,6 @@ def list_claims() -> list[str]:
 def load_claim(source: str | Path | dict | Claim) -> Claim:
     """A claim by shipped id, YAML path, mapping or instance (validated, unknown keys rejected)."""
     from pydantic import ValidationError
-
-    from ..hardware.schema import format_validation_error
 
     if isinstance(source, Claim):
         return source

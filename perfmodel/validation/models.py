@@ -60,7 +60,8 @@ def _bridge(repo_id: str, file: str, how: str) -> ModelSpec:
 def resolve_model(model_path: str) -> ModelSpec:
     """Model spec of a measured row's ``model_path``.
 
-    Ids are resolved once; a config.json path is read on every call (a user may edit the file).
+    Ids are resolved once; a path (a config.json or a directory holding one) is read on every call
+    (a user may edit the file).
 
     Parameters
     ----------
@@ -77,7 +78,7 @@ def resolve_model(model_path: str) -> ModelSpec:
         Unknown model or an attention type the cost model does not cover (message = reason).
     """
     text = str(model_path)
-    if text.endswith(".json") or "\\" in text or Path(text).is_file():
+    if text.endswith(".json") or "\\" in text or Path(text).expanduser().exists():
         return _resolve(text)
     return _resolve_id(text)
 
