@@ -28,13 +28,13 @@ checkpoint (block FP8, MXFP4, INT4/INT8) get a note to serve such a checkpoint.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, PerfmodelError, unknown_name
 from .engine_args import load_arg_schema
+from .launch_engines import LaunchConfig
 
 LAUNCH_ENGINES = ("vllm", "sglang", "trtllm", "dynamo")
 
@@ -251,46 +251,6 @@ def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], pr
                       weights=dtype(weights).name, kv_cache=dtype(kv).name, pools=pools, engine=prof.name,
                       max_num_seqs=int(prof.max_num_seqs), max_num_batched_tokens=int(prof.max_num_batched_tokens),
                       chunked_prefill=bool(prof.chunked_prefill), spec_decode=sd)
-
-
-@dataclass
-class LaunchConfig:
-    """Generated launch configuration.
-
-    Attributes
-    ----------
-    engine : str
-        ``vllm``, ``sglang``, ``trtllm`` or ``dynamo``.
-    commands : list of dict
-        ``{"role", "replicas", "devices", "argv"}`` per pool (argv: the full command line).
-    files : dict
-        File name -> text, for files the commands read (YAML).
-    notes : list of str
-        What the generator could not state as arguments, and what to fill in.
-    schema : dict
-        The engine version the arguments were checked against and where its names were read.
-    """
-
-    engine: str
-    commands: list[dict[str, Any]]
-    files: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    schema: dict[str, Any] = field(default_factory=dict)
-
-    def text(self) -> str:
-        """A shell-readable rendering: commands (one per pool), then the files, then notes as comments."""
-        out = [f"# {self.engine}: checked against {str(self.schema.get('version', '')).split(' (')[0]}"]
-        for c in self.commands:
-            out.append(f"# {c['role']}: {c['replicas']} replica(s) x {c['devices']} device(s)")
-            out.append(shlex.join(c["argv"]))
-        for name, body in self.files.items():
-            out += [f"# --- file: {name}", body.rstrip()]
-        out += [f"# note: {n}" for n in self.notes]
-        return "\n".join(out)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"engine": self.engine, "commands": self.commands, "files": self.files, "notes": self.notes,
-                "schema": self.schema}
 
 
 def launch_config(spec: LaunchSpec | Mapping[str, Any], engine: str, inputs: Mapping[str, Any] | None = None,

@@ -62,8 +62,6 @@ def dynamo_graph(spec: Any, backend: str | None = None, dynamo_version: str = DE
     UnknownNameError
         Unknown ``backend``.
     """
-    from .launch import LaunchConfig
-
     if not spec.disaggregated:
         raise ConfigError("launch dynamo: the plan is aggregated; a Dynamo disaggregated graph needs prefill and "
                           "decode pools (use --launch vllm|sglang|trtllm for an aggregated plan)")
@@ -72,7 +70,7 @@ def dynamo_graph(spec: Any, backend: str | None = None, dynamo_version: str = DE
         raise unknown_name("dynamo backend", backend, BACKENDS)
     ds = load_arg_schema("dynamo").data
     image = f"{ds['images'][backend]}:{dynamo_version}"
-    cfg = LaunchConfig("dynamo", [], notes=le.weight_notes(spec, backend) + le.spec_notes(spec))
+    cfg = le.LaunchConfig("dynamo", [], notes=le.weight_notes(spec, backend) + le.spec_notes(spec))
     services: dict[str, Any] = {"Frontend": {"componentType": "frontend", "replicas": 1,
                                              "extraPodSpec": {"mainContainer": {"image": image}}}}
     for pool in spec.pools:

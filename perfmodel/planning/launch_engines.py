@@ -8,12 +8,54 @@ assembles the commands of every pool and checks them against the recorded schema
 from __future__ import annotations
 
 import json
+import shlex
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from ..errors import ConfigError
 from .engine_args import check_args, check_keys, load_arg_schema
+
+
+@dataclass
+class LaunchConfig:
+    """Generated launch configuration.
+
+    Attributes
+    ----------
+    engine : str
+        ``vllm``, ``sglang``, ``trtllm`` or ``dynamo``.
+    commands : list of dict
+        ``{"role", "replicas", "devices", "argv"}`` per pool (argv: the full command line).
+    files : dict
+        File name -> text, for files the commands read (YAML).
+    notes : list of str
+        What the generator could not state as arguments, and what to fill in.
+    schema : dict
+        The engine version the arguments were checked against and where its names were read.
+    """
+
+    engine: str
+    commands: list[dict[str, Any]]
+    files: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    schema: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """A shell-readable rendering: commands (one per pool), then the files, then notes as comments."""
+        out = [f"# {self.engine}: checked against {str(self.schema.get('version', '')).split(' (')[0]}"]
+        for c in self.commands:
+            out.append(f"# {c['role']}: {c['replicas']} replica(s) x {c['devices']} device(s)")
+            out.append(shlex.join(c["argv"]))
+        for name, body in self.files.items():
+            out += [f"# --- file: {name}", body.rstrip()]
+        out += [f"# note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "commands": self.commands, "files": self.files, "notes": self.notes,
+                "schema": self.schema}
 
 #: Formats served from a checkpoint already quantized to them (no online-quantization flag).
 CHECKPOINT_FORMATS = ("fp8_block", "mxfp4", "int4", "int8")
@@ -194,7 +236,6 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 def standalone(spec: Any, engine: str) -> Any:
     """:class:`~perfmodel.planning.launch.LaunchConfig` of the engine's own servers, one command per pool."""
-    from .launch import LaunchConfig
 
     schema = load_arg_schema(engine)
     cfg = LaunchConfig(engine, [], notes=weight_notes(spec, engine) + spec_notes(spec))
