@@ -11,10 +11,18 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import ConfigError, unknown_name
-from .argtypes import FRACTION, POSITIVE, POSITIVE_REAL, SEED, count, count_list, no_feasible_point
+from .argtypes import (
+    FRACTION,
+    POSITIVE,
+    POSITIVE_REAL,
+    SEED,
+    count,
+    count_list,
+    name_list,
+    no_feasible_point,
+    prices_by_hardware,
+)
 from .output import (
     add_format_arg,
     add_quiet_arg,
@@ -26,28 +34,6 @@ from .output import (
     print_notes,
     progress_of,
 )
-
-
-def _csv(text: str) -> list[str]:
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("expected a comma-separated list")
-    return values
-
-
-def _prices(items: list[str] | None) -> dict[str, str]:
-    """``["h100-sxm=2.5/h", "b200=4/h,h200-sxm=3.2/h"]`` -> ``{hardware id: price}``."""
-    from ..hardware import load_hardware
-
-    out: dict[str, str] = {}
-    for item in items or []:
-        for part in _csv(item):
-            if "=" not in part:
-                raise ConfigError(f"--price: expected HARDWARE=USD_PER_DEVICE_HOUR (e.g. h100-sxm=2.5/h), "
-                                  f"got {part!r}")
-            hw, price = part.split("=", 1)
-            out[load_hardware(hw.strip()).id] = price.strip()
-    return out
 
 
 def register(sub) -> None:
@@ -65,9 +51,9 @@ def register(sub) -> None:
     p.add_argument("--slo-e2e", help="end-to-end limit, e.g. 20s")
     p.add_argument("--target", type=FRACTION, default=0.95, help="fraction of requests meeting all limits "
                                                                "(default 0.95)")
-    p.add_argument("--hardware", type=_csv, required=True,
+    p.add_argument("--hardware", type=name_list, required=True,
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
-    p.add_argument("--precision", type=_csv, default=["bf16"], help="weight formats to try (default bf16)")
+    p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats to try (default bf16)")
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
@@ -126,7 +112,7 @@ def run(args) -> int:
     hardware = [load_hardware(h) for h in args.hardware]
     result = plan(args.model, workload, slo, hardware=hardware, precisions=args.precision, tp=tps,
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
-                  idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
+                  idle=args.idle, utilisation=args.utilisation, price=prices_by_hardware(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,),
                   progress=progress_of(args))
