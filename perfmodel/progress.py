@@ -81,8 +81,9 @@ class Bar:
             self._bar.set_postfix_str(text, refresh=False)
 
     def close(self) -> None:
-        """Remove the bar."""
+        """Draw the final count, then remove the bar."""
         if self._bar is not None:
+            self._bar.refresh()
             self._bar.close()
             self._bar = None
 
