@@ -106,3 +106,41 @@ def test_claim_csv_sections_hold_the_ratio_table(capsys):
     assert {"operating_point", "needed"} <= sections
     ratios = [r for r in rows if r["section"] == "ratio_vs_floor"]
     assert ratios and all(r["ratio"] == "" or math.isfinite(float(r["ratio"])) for r in ratios)
+
+
+def test_validate_csv_rows_are_the_summary_statistics(capsys, tmp_path):
+    import pandas as pd
+
+    rows = pd.read_csv("perfmodel/data/validation/serving_measured.csv", dtype=str, keep_default_na=False)
+    path = tmp_path / "few.csv"
+    rows.head(40).to_csv(path, index=False)
+    summary = json.loads(_run(capsys, ["validate", "--data", str(path), "--format", "json"]))
+    got = _csv_rows(_run(capsys, ["validate", "--data", str(path), "--format", "csv"]))
+    overall = {r["metric"]: r for r in got if r["group"] == "all"}
+    assert set(overall) == {m for m in ("tpot", "ttft") if isinstance(summary.get(m), dict)} and overall
+    for metric, row in overall.items():
+        assert float(row["median_abs_pct_error"]) == pytest.approx(summary[metric]["median_abs_pct_error"])
+        assert int(row["n"]) == summary[metric]["n"]
+    for group, values in summary["by"].items():
+        for value, stats in values.items():
+            row = next(r for r in got if r["group"] == group and r["value"] == value and r["metric"] == "tpot")
+            assert float(row["bias_pct"]) == pytest.approx(stats["tpot"]["bias_pct"])
+
+
+def test_estimate_csv_carries_the_json_values(capsys):
+    est = ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm", "--concurrency",
+           "1,8", "--isl", "512", "--osl", "64"]
+    doc = json.loads(_run(capsys, [*est, "--format", "json"]))
+    rows = _csv_rows(_run(capsys, [*est, "--format", "csv"]))
+    assert [float(r["tpot_s"]) for r in rows] == pytest.approx([p["tpot_s"] for p in doc["points"]], rel=1e-12)
+    assert all(r["engine"] == doc["engine"] and r["gpus"] == "1" for r in rows)
+
+
+def test_max_load_csv_is_the_curve_with_the_answer_on_each_row(capsys):
+    ml = ["max-load", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--isl", "512", "--osl", "64",
+          "--requests", "100", "--slo-ttft", "1s", "--max-simulations", "3"]
+    doc = json.loads(_run(capsys, [*ml, "--format", "json"]))
+    rows = _csv_rows(_run(capsys, [*ml, "--format", "csv"]))
+    assert [float(r["load"]) for r in rows] == pytest.approx([c["load"] for c in doc["curve"]])
+    assert {r["search"] for r in rows} == {"rate"}
+    assert [float(r["max_arrival_rate"]) for r in rows] == pytest.approx([doc["max_arrival_rate"]] * len(rows))
