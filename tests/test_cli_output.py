@@ -144,3 +144,15 @@ def test_max_load_csv_is_the_curve_with_the_answer_on_each_row(capsys):
     assert [float(r["load"]) for r in rows] == pytest.approx([c["load"] for c in doc["curve"]])
     assert {r["search"] for r in rows} == {"rate"}
     assert [float(r["max_arrival_rate"]) for r in rows] == pytest.approx([doc["max_arrival_rate"]] * len(rows))
+
+
+def test_points_that_do_not_fit_show_no_timings_in_the_table_but_keep_them_in_json(capsys):
+    argv = ["predict", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--tp", "8", "--batch", "1,4096",
+            "--isl", "8192", "--osl", "128"]
+    records = json.loads(_run(capsys, [*argv, "--format", "json"]))
+    assert [r["fits"] for r in records] == [True, False] and records[1]["ttft_s"] > 0
+    lines = _run(capsys, argv).splitlines()
+    fits, unfit = (line.split() for line in lines[3:5])
+    assert fits[3] == number(records[0]["ttft_s"]) and unfit[3:9] == [MISSING] * 6
+    assert "exceed usable memory" in lines[4]
+    assert lines[5].startswith(f"{MISSING} in ttft_s, tpot_s, e2e_s") and "does not fit" in lines[5]

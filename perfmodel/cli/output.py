@@ -118,6 +118,16 @@ def number(value: Any, digits: int = DIGITS) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+#: Footnote of the metrics a table leaves out on points that do not fit.
+UNFIT_WHY = "the point does not fit (why_not says why); --format json or csv has the value it would have"
+
+
+def blank_unfit(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows for a table in which the ``metrics`` of points that do not fit (``fits`` False) are None, so
+    that no timing is shown as if the point could run (the JSON and CSV keep the computed values)."""
+    return [{**r, **dict.fromkeys(metrics)} if r.get("fits") is False else dict(r) for r in rows]
+
+
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
                  why: Mapping[str, str] | None = None) -> str:
     """Format dict rows as an aligned plain-text table (cells by :func:`number`).
@@ -145,16 +155,17 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
 
 
 def _footnotes(rows: Sequence[dict[str, Any]], cols: Sequence[str], why: Mapping[str, str]) -> list[str]:
-    notes = []
+    """One line per reason, naming the columns it explains."""
+    by_reason: dict[str, list[str]] = {}
     for c in cols:
         values = [r.get(c) for r in rows]
         if not any(missing(v) for v in values):
             continue
         if c in why:
-            notes.append(f"{MISSING} in {c}: {why[c]}")
+            by_reason.setdefault(why[c], []).append(c)
         elif any(v is not None and missing(v) for v in values):
-            notes.append(f"{MISSING} in {c}: not defined for that row (null in --format json)")
-    return notes
+            by_reason.setdefault("not defined for that row (null in --format json)", []).append(c)
+    return [f"{MISSING} in {', '.join(names)}: {reason}" for reason, names in by_reason.items()]
 
 
 def add_list_show(subparsers: Any, name: str, help: str, description: str, list_help: str,

@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment
-from .output import add_format_arg, checkpoint_note, emit, format_table, print_notes
+from .output import UNFIT_WHY, add_format_arg, blank_unfit, checkpoint_note, emit, format_table, print_notes
 
 int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1]
 
@@ -115,18 +115,19 @@ def run(args) -> int:
     unfit = [r for r in records if r.get("fits") is False]
 
     def table() -> None:
-        rows = records
-        cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
-                "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "prefill_bound", "decode_bound"]
+        metrics = ["ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_user_tokens_per_s",
+                   "per_device_tokens_per_s"]
+        rows = blank_unfit(records, metrics)
+        cols = ["batch", "isl", "osl", *metrics, "fits", "prefill_bound", "decode_bound"]
         if unfit:  # say why on the row itself
-            rows = [{**r, "why_not": r.get("fit_reason") if r.get("fits") is False else ""} for r in records]
+            rows = [{**r, "why_not": r.get("fit_reason") if r.get("fits") is False else ""} for r in rows]
             cols.append("why_not")
         first = rows[0]
         print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
               f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
-        print(format_table(rows, cols))
+        print(format_table(rows, cols, why=dict.fromkeys(metrics, UNFIT_WHY)))
 
     emit(args.format, table=table, rows=records)
     return no_feasible_point("predict", unfit, len(records))
@@ -169,9 +170,9 @@ def _run_dataflow(args, batch, isl, osl) -> int:
         if cfg["spec_decode"]:
             print(f"speculative decoding: {cfg['spec_decode']} (a what-if: the acceptance is not predicted)")
         tiers = [c for c in df.columns if c.endswith("_used_bytes_per_chip")]
-        cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s",
-                "sync_s", "hand_off_s", "fits", *tiers]
-        print(format_table(records, cols))
+        metrics = ["ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "sync_s", "hand_off_s"]
+        cols = ["batch", "isl", "osl", *metrics, "fits", *tiers]
+        print(format_table(blank_unfit(records, metrics), cols, why=dict.fromkeys(metrics, UNFIT_WHY)))
 
     emit(args.format, table=table, rows=records)
     bad = [r["fit_reason"] for r in records if not r["fits"]]

@@ -10,16 +10,18 @@ Examples::
 from __future__ import annotations
 
 from .argtypes import count_list, name_list, prices_by_hardware, real
-from .output import add_format_arg, add_quiet_arg, emit, format_table, progress_of
+from .output import add_format_arg, add_quiet_arg, blank_unfit, emit, format_table, progress_of
 
 #: Columns of the table view (the CSV and JSON have every column of the frame).
 TABLE_COLUMNS = ["model", "hardware", "tp", "pp", "ep", "dp", "devices", "precision", "batch", "isl", "osl",
                  "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "per_device_tokens_per_s",
                  "fits"]
+#: Metrics the table leaves out where a point cannot run or does not fit.
+METRICS = ("ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "per_device_tokens_per_s")
 #: Why a table cell of a sweep can be empty.
-WHY = {c: "the layout cannot run or the load does not split over dp (why_not says which)"
-       for c in ("devices", "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s",
-                 "per_device_tokens_per_s")}
+WHY = {c: "the layout cannot run, the load does not split over dp, or the point does not fit in memory "
+          "(why_not says which; --format json or csv has the values of points that do not fit)"
+       for c in ("devices", *METRICS)}
 
 
 def register(sub) -> None:
@@ -75,7 +77,8 @@ def run(args) -> int:
     records = df.to_dict(orient="records")
 
     def table() -> None:
-        rows = [{**r, "why_not": "" if r["valid"] and r["fits"] else r["reason"]} for r in records]
+        rows = [{**r, "why_not": "" if r["valid"] and r["fits"] else r["reason"]}
+                for r in blank_unfit(records, METRICS)]
         cols = TABLE_COLUMNS + (["why_not"] if any(r["why_not"] for r in rows) else [])
         print(f"{len(rows)} points ({int(df['valid'].sum())} valid, {int(df['fits'].sum())} fit); static batch "
               f"on an idle replica, TTFT without queueing; efficiency {args.efficiency}")
