@@ -156,3 +156,12 @@ def test_points_that_do_not_fit_show_no_timings_in_the_table_but_keep_them_in_js
     assert fits[3] == number(records[0]["ttft_s"]) and unfit[3:9] == [MISSING] * 6
     assert "exceed usable memory" in lines[4]
     assert lines[5].startswith(f"{MISSING} in ttft_s, tpot_s, e2e_s") and "does not fit" in lines[5]
+
+
+def test_every_dash_in_the_simulate_table_is_explained(capsys):
+    out = _run(capsys, ["simulate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--isl", "512", "--osl",
+                        "1", "--rate", "2", "--requests", "40"])
+    dashed = [line.split()[0] for line in out.splitlines() if line.split()[1:] == [MISSING]]
+    notes = " ".join(line for line in out.splitlines() if line.startswith("note: no value for"))
+    assert {"tpot_p50_s", "slo_attainment", "goodput_rps"} <= set(dashed)
+    assert all(name in notes for name in dashed) and "no SLO given" in notes

@@ -234,7 +234,10 @@ def run_simulate(args) -> int:
                 "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
         print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
         empty: dict[str, list[str]] = {}
-        for key, why in s.get("undefined", {}).items():
+        undefined = {**{k: "no SLO given (--slo-ttft, --slo-tpot, --slo-e2e or the workload's slo)"
+                        for k in keys if k.startswith(("slo_", "goodput")) and k in s and s[k] is None},
+                     **s.get("undefined", {})}
+        for key, why in undefined.items():
             if key in keys:
                 empty.setdefault(why, []).append(key)
         for why, names in empty.items():
