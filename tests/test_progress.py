@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from perfmodel import progress
 from perfmodel.cli import main
 
@@ -106,3 +108,23 @@ def test_cli_draws_nothing_when_stderr_is_not_a_terminal(capsys, monkeypatch):
     monkeypatch.setattr(progress, "DELAY_S", 0.0)
     assert main(SWEEP) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_a_notebook_gets_a_text_bar_without_ipywidgets_and_no_warning():
+    """tqdm.auto in a Jupyter kernel: a widget with ipywidgets, else the text bar (its warning silenced)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import perfmodel.progress as pr\npr.DELAY_S = 0\nimport perfmodel as pm\n"
+        "df = pm.sweep('llama-3.1-8b', ['h100-sxm', 'h200-sxm'], tp=[1, 2], batch=[1, 8], progress=True)\n"
+        "print(len(df))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    outputs = nb.cells[0].outputs
+    err = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
+    widgets = [o for o in outputs if o.get("output_type") == "display_data"]
+    assert "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout").strip() == "8"
+    assert ("sweep" in err and "4/4" in err) or widgets
+    assert "Warning" not in err
