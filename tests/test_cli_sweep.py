@@ -50,7 +50,7 @@ def test_out_writes_every_column_and_stdout_keeps_its_format(capsys, tmp_path):
 
 def test_concurrency_splits_over_dp_and_flags_what_does_not_divide(capsys):
     rows = list(csv.DictReader(io.StringIO(_run(capsys, [
-        "sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--dp", "1,2", "--concurrency", "3,8",
+        "sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--replicas", "1,2", "--concurrency", "3,8",
         "--format", "csv"]))))
     by = {(r["dp"], r["concurrency"]): r for r in rows}
     assert float(by["2", "8.0"]["batch"]) == 4 and by["2", "8.0"]["valid"] == "True"

@@ -4,7 +4,7 @@ Examples::
 
     perfmodel sweep --model llama-3.1-8b,llama-3.1-70b --hardware h100-sxm,h200-sxm,my-gpu.yaml \\
         --tp 1,2,4,8 --precision bf16,fp8 --batch 1,8,64 --isl 2048 --osl 256 --out sweep.csv
-    perfmodel sweep --model llama-3.1-70b --hardware b200 --tp 8 --dp 1,2 --concurrency 16,64 --format csv
+    perfmodel sweep --model llama-3.1-70b --hardware b200 --tp 8 --replicas 1,2 --concurrency 16,64 --format csv
 """
 
 from __future__ import annotations
@@ -38,15 +38,16 @@ def register(sub) -> None:
     p.add_argument("--ep", type=count_list(), default=[1], help="expert-parallel sizes (default 1)")
     p.add_argument("--dp-attention", type=count_list(), default=[1],
                    help="attention data-parallel ranks (default 1)")
-    p.add_argument("--dp", type=count_list(), default=[1], help="data-parallel replicas (default 1)")
+    p.add_argument("--replicas", "--dp", dest="replicas", type=count_list(), default=[1],
+                   help="data-parallel replicas (default 1; sweep(dp=) in Python)")
     p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats (default bf16)")
     p.add_argument("--kv-cache", default=None, help="KV-cache format (default bf16)")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--batch", type=count_list(), default=None,
                       help="sequences per replica, e.g. 1,8,64 (default 1)")
     load.add_argument("--concurrency", type=count_list(), default=None,
-                      help="sequences over all dp replicas (split evenly; a count dp does not divide is "
-                           "flagged invalid)")
+                      help="sequences over all replicas (split evenly; a count the replicas do not divide "
+                           "is flagged invalid)")
     p.add_argument("--isl", type=count_list(), default=[1024], help="prompt tokens, e.g. 512,2048 (default 1024)")
     p.add_argument("--osl", type=count_list(), default=[128], help="output tokens, e.g. 256 (default 128)")
     p.add_argument("--efficiency", default="calibrated",
@@ -68,7 +69,7 @@ def run(args) -> int:
 
     batch = args.batch if args.batch is not None or args.concurrency is not None else [1]
     df = sweep(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
-               dp=args.dp, precision=args.precision, kv_cache=args.kv_cache, batch=batch,
+               dp=args.replicas, precision=args.precision, kv_cache=args.kv_cache, batch=batch,
                concurrency=args.concurrency, isl=args.isl, osl=args.osl, efficiency=args.efficiency,
                power=args.power_basis, utilisation=args.utilisation,
                price=prices_by_hardware(args.price) or None, progress=progress_of(args))
