@@ -81,3 +81,13 @@ def test_unknown_hardware_is_one_line_error(capsys):
     assert main(["sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxn"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("perfmodel sweep: error: ") and "h100-sxn" in err and len(err.splitlines()) == 1
+
+
+def test_utilisation_power_basis_is_idle_plus_u_times_the_rest(capsys):
+    rows = list(csv.DictReader(io.StringIO(_run(capsys, [
+        "sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--tp", "2", "--power-basis", "utilisation",
+        "--idle", "150W", "--utilisation", "0.5", "--format", "csv"]))))
+    # 2 devices x (150 W + 0.5 x (700 W TDP - 150 W)) = 850 W
+    assert float(rows[0]["power_w"]) == pytest.approx(850.0)
+    tps = float(rows[0]["output_tokens_per_s"])
+    assert float(rows[0]["tokens_per_s_per_mw"]) == pytest.approx(tps / 850.0 * 1e6)

@@ -54,6 +54,7 @@ def register(sub) -> None:
                    help="'calibrated' (default), 'datasheet' (pure roofline) or a profile name")
     p.add_argument("--power-basis", choices=("tdp", "utilisation", "system"), default="tdp",
                    help="power basis of tokens_per_s_per_mw (default tdp)")
+    p.add_argument("--idle", help="P_idle per device for --power-basis utilisation, e.g. 150W")
     p.add_argument("--utilisation", type=real(0, 1, lo_open=True), default=1.0,
                    help="busy fraction u for the utilisation basis (default 1)")
     p.add_argument("--price", action="append",
@@ -71,7 +72,7 @@ def run(args) -> int:
     df = sweep(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
                dp=args.replicas, precision=args.precision, kv_cache=args.kv_cache, batch=batch,
                concurrency=args.concurrency, isl=args.isl, osl=args.osl, efficiency=args.efficiency,
-               power=args.power_basis, utilisation=args.utilisation,
+               power=args.power_basis, idle=args.idle, utilisation=args.utilisation,
                price=prices_by_hardware(args.price) or None, progress=progress_of(args))
     if args.out:
         df.to_csv(args.out, index=False)
