@@ -15,6 +15,9 @@ from .output import add_format_arg, add_quiet_arg, emit, format_table, progress_
 
 #: Error statistics a validation summary can hold, in table order.
 METRICS = ("tpot", "ttft", "batch_latency", "latency")
+#: Why a statistic of the tables can be missing.
+WHY = dict.fromkeys(("median_abs_pct_error", "p90_abs_pct_error", "bias_pct", "tpot_median_%", "tpot_bias_%",
+                     "ttft_median_%", "ttft_bias_%"), "no row of this group has a prediction and a measurement (n = 0)")
 
 
 def register(sub) -> None:
@@ -75,18 +78,18 @@ def _print_table(run) -> None:
     metrics = [m for m in METRICS if isinstance(s.get(m), dict)]
     rows = [{"metric": m, **{k: v for k, v in s[m].items()}} for m in metrics]
     if rows:
-        print(format_table(rows))
+        print(format_table(rows, why=WHY))
     for group, values in (s.get("by") or {}).items():
         if run.kind.startswith("ops:") or run.kind == "step":
             print(f"\nby {group}:")
-            print(format_table([{group: k, **v} for k, v in values.items()]))
+            print(format_table([{group: k, **v} for k, v in values.items()], why=WHY))
             continue
         if run.kind != "serving":
             continue
         print(f"\nby {group}:")
         print(format_table([{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
                              "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
-                             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()]))
+                             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()], why=WHY))
     if s.get("skipped_reasons"):
         print("\nskipped:")
         print(format_table([{"reason": k, "rows": v} for k, v in s["skipped_reasons"].items()]))
