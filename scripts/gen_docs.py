@@ -293,6 +293,14 @@ def cli_md() -> str:
                "and what is allowed; 3: an unexpected internal error (a bug), printed as one line with the "
                "exception and where it happened. `perfmodel --debug COMMAND ...` shows the traceback of "
                "an unexpected error instead, for bug reports.\n",
+               "**Output.** Every command that prints results takes `--format table|json|csv`. `table` is "
+               "for people: numbers to 4 significant figures (no exponent between 0.001 and 10^7) and "
+               "\u201c\u2014\u201d where a value does not exist, with a footnote saying why. `json` and `csv` "
+               "are in SI units with the unit in the name (`ttft_s`, `power_w`, `memory_capacity_bytes`); "
+               "missing values are `null` in JSON and empty cells in CSV; a CSV has one header row and one "
+               "row per record (nested fields as `parent.child`). `simulate`, `max-load`, `plan`, `sweep` "
+               "and `validate` draw a progress bar on stderr when it is a terminal (never on stdout, so "
+               "`--format json > file` stays clean); `--quiet` turns it off.\n",
                "Commands: " + ", ".join(f"[`{name}`](#{name.replace(' ', '-')})" for name, _ in commands[1:])
                + ".\n"]
         for name, parser in commands:

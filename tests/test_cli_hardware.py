@@ -30,18 +30,18 @@ def test_list_json_accelerator_figures_are_si(capsys):
     h100 = rows["h100-sxm"]
     assert h100["status"] == "shipping"
     assert h100["memory"] == "hbm"
-    assert h100["memory_bandwidth"] == pytest.approx(3.35e12)
-    assert h100["memory_capacity"] == pytest.approx(80e9)
-    assert h100["bf16_flops"] == pytest.approx(9.89e14)
-    assert h100["fp4_flops"] is None  # Hopper has no FP4: absent, not derived
+    assert h100["memory_bandwidth_bytes_per_s"] == pytest.approx(3.35e12)
+    assert h100["memory_capacity_bytes"] == pytest.approx(80e9)
+    assert h100["bf16_flops_per_s"] == pytest.approx(9.89e14)
+    assert h100["fp4_flops_per_s"] is None  # Hopper has no FP4: absent, not derived
     assert rows["groq-lp30"]["memory"] == "sram"
-    assert rows["groq-lp30"]["power"] is None  # LP30 TDP was not published
+    assert rows["groq-lp30"]["power_w"] is None  # LP30 TDP was not published
     assert rows["rubin"]["status"] == "preliminary"
 
 
 def test_list_json_links_and_systems(capsys):
     links = {r["id"]: r for r in run_json(capsys, "hardware", "list", "--kind", "link")}
-    assert links["nvlink4"]["bandwidth"] == pytest.approx(4.5e11)
+    assert links["nvlink4"]["bandwidth_bytes_per_s"] == pytest.approx(4.5e11)
     assert links["nvlink4"]["alpha_basis"] in ("measured", "assumed")
     systems = {r["id"]: r for r in run_json(capsys, "hardware", "list", "--kind", "system")}
     assert systems["groq-lpx"]["count"] == 256

@@ -12,14 +12,59 @@ import re
 from pathlib import Path
 
 from perfmodel.cli import build_parser
+from perfmodel.cli.output import FORMATS
 
 #: Older spelling -> the canonical flag it is an alias of.
 ALIASES = {"--arrival-rate": "--rate", "--attention-dp": "--dp-attention", "--slo-target": "--target",
-           "--engines": "--calibration"}
+           "--engines": "--calibration", "--dp": "--replicas"}
 #: Flags with one meaning everywhere they appear (a sample of the shared vocabulary).
 SHARED = ("--model", "--hardware", "--engine", "--spec-decode", "--prefix-hit-rate", "--isl", "--osl", "--tp",
           "--pp", "--ep", "--dp-attention", "--rate", "--concurrency", "--target", "--format", "--seed")
 README = Path(__file__).resolve().parents[1] / "README.md"
+#: Commands that print results: each takes --format with the same choices.
+RESULT_COMMANDS = ("predict", "sweep", "simulate", "max-load", "estimate", "validate", "plan", "claim",
+                   "hardware list", "hardware show", "models list", "models show")
+#: Commands that can run long: each draws a progress bar that --quiet silences.
+PROGRESS_COMMANDS = ("sweep", "simulate", "max-load", "validate", "plan")
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """Every command and sub-command parser by its name (``"hardware list"``)."""
+    out: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    out[f"{prefix} {name}".strip()] = sub
+                    walk(sub, f"{prefix} {name}")
+
+    walk(build_parser(), "")
+    return out
+
+
+def _option(parser: argparse.ArgumentParser, flag: str) -> argparse.Action | None:
+    return next((a for a in parser._actions if flag in a.option_strings), None)
+
+
+def test_every_result_command_takes_format_with_the_same_choices():
+    commands = _commands()
+    assert set(RESULT_COMMANDS) <= set(commands)
+    for name in RESULT_COMMANDS:
+        action = _option(commands[name], "--format")
+        assert action is not None, f"{name} has no --format"
+        assert tuple(action.choices) == FORMATS and action.default == "table", name
+    # and no command outside the list takes --format with other choices
+    for name, parser in commands.items():
+        action = _option(parser, "--format")
+        assert action is None or tuple(action.choices) == FORMATS, name
+
+
+def test_every_long_command_takes_quiet():
+    commands = _commands()
+    for name in PROGRESS_COMMANDS:
+        action = _option(commands[name], "--quiet")
+        assert action is not None and action.default is False and action.dest == "quiet", name
 
 
 def _actions():

@@ -24,8 +24,8 @@ ISSUES = "the perfmodel issue tracker"
 
 #: Modules (relative to this package) that register sub-commands, in help order.
 COMMAND_MODULES = (
-    "demo_cmd", "hardware_cmd", "models_cmd", "predict_cmd", "simulate_cmd", "estimate_cmd", "validate_cmd",
-    "plan_cmd",
+    "demo_cmd", "hardware_cmd", "models_cmd", "predict_cmd", "sweep_cmd", "simulate_cmd", "estimate_cmd",
+    "validate_cmd", "plan_cmd",
 )
 
 

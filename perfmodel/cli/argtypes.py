@@ -78,6 +78,29 @@ FRACTION = real(0, 1, lo_open=True)  # (0, 1]: an attainment target or a utilisa
 POSITIVE_REAL = real(0, lo_open=True)
 
 
+def name_list(text: str) -> list[str]:
+    """Comma-separated names, e.g. ``h100-sxm,my-gpu.yaml``."""
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return values
+
+
+def prices_by_hardware(items: list[str] | None) -> dict[str, str]:
+    """``["h100-sxm=2.5/h", "b200=4/h,h200-sxm=3.2/h"]`` -> ``{hardware id: price}``."""
+    from ..hardware import load_hardware
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        for part in name_list(item):
+            if "=" not in part:
+                raise ConfigError(f"--price: expected HARDWARE=USD_PER_DEVICE_HOUR (e.g. h100-sxm=2.5/h), "
+                                  f"got {part!r}")
+            hw, price = part.split("=", 1)
+            out[load_hardware(hw.strip()).id] = price.strip()
+    return out
+
+
 #: Flags a deployment file fixes itself, with their parser defaults.
 _LAYOUT_FLAGS = {"model": None, "hardware": None, "tp": 1, "pp": 1, "ep": 1, "dp_attention": 1,
                  "weights": "bf16", "activations": None, "kv_cache": "bf16"}

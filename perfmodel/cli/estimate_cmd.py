@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, real_list
-from .output import add_format_arg, format_table, print_json
+from .output import add_format_arg, emit, format_table
 from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 #: Columns printed in the table view.
@@ -89,9 +89,11 @@ def run(args) -> int:
             "kv_cache": first["kv_cache"], "efficiency_profile": first["efficiency_profile"],
             "engine_calibration": first["engine_calibration"], "engine": first["engine"], "path": first["path"],
             "error": "see docs/validation.md (cross-validated error of this pipeline on measured runs)"}
-    if args.format == "json":
-        print_json({**meta, "points": out[columns].to_dict("records")})
-        return 0
-    print(", ".join(f"{k}: {v}" for k, v in meta.items()))
-    print(format_table(out[columns].to_dict("records")))
+    points = out[columns].to_dict("records")
+
+    def table() -> None:
+        print(", ".join(f"{k}: {v}" for k, v in meta.items()))
+        print(format_table(points))
+
+    emit(args.format, table=table, rows=[{**meta, **r} for r in points], document={**meta, "points": points})
     return 0

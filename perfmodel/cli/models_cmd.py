@@ -6,7 +6,7 @@ import argparse
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from .output import add_list_show, format_table, print_json
+from .output import add_list_show, emit, format_table
 
 if TYPE_CHECKING:  # the specs (pydantic) are imported by the functions that run: `--help` stays light
     from ..modelspec import ModelSpec
@@ -83,25 +83,28 @@ def _list(args: argparse.Namespace) -> int:
                      "params_total": params_total(spec), "params_active": params_active(spec),
                      "attention": spec.attention, "moe": spec.moe is not None,
                      "kv_bytes_per_token": kv_bytes_per_token(spec, SHOWN_KV_DTYPE)})
-    if args.format == "json":
-        print_json(rows)
-        return 0
+    emit(args.format, table=lambda: _list_table(rows), rows=rows)
+    return 0
+
+
+def _list_table(rows: list[dict[str, Any]]) -> None:
     table = [{**r, "params_total": _billions(r["params_total"]),
               "params_active": _billions(r["params_active"]),
               "kv_B_per_token": f"{r.pop('kv_bytes_per_token'):,.0f}"} for r in rows]
     print(format_table(table, ["id", "family", "attention", "params_total", "params_active",
                                "kv_B_per_token", "hf_repo_id"]))
     print(f"\nKV bytes per token in {SHOWN_KV_DTYPE}, all layers, before any sliding-window cap.")
-    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
     from ..modelspec import load_model
 
     info = model_summary(load_model(args.model))
-    if args.format == "json":
-        print_json(info)
-        return 0
+    emit(args.format, table=lambda: _show_table(info), rows=[info], document=info)
+    return 0
+
+
+def _show_table(info: dict[str, Any]) -> None:
     moe = info["moe"]
     rows = [
         ("id", info["id"]), ("family", info["family"]), ("hf_repo_id", info["hf_repo_id"]),
@@ -128,7 +131,6 @@ def _show(args: argparse.Namespace) -> int:
              ("source", info["source"])]
     rows += [("note", n) for n in info["notes"]]
     print(format_table([{"field": k, "value": v} for k, v in rows]))
-    return 0
 
 
 def register(subparsers: Any) -> None:

@@ -1,11 +1,28 @@
-"""Shared output helpers for CLI commands: JSON and plain-text tables."""
+"""Shared output of every result command: ``--format table|json|csv``, ``--quiet`` and the table layout.
+
+- ``table``: for people: aligned columns, numbers to 4 significant figures without exponents between
+  1e-3 and 1e7, and "—" where a value does not exist (NaN, infinite, None) with a footnote saying why;
+- ``json``: SI units, keys with unit suffixes (``ttft_s``, ``power_w``), non-finite numbers as null;
+- ``csv``: one header row and one row per record, the JSON's SI values and column names (nested fields
+  as ``parent.child``, lists as JSON text, missing values as empty cells).
+"""
 
 from __future__ import annotations
 
+import csv
 import json
+import math
+import numbers
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+#: The output formats every result command accepts (``--format``), the first is the default.
+FORMATS = ("table", "json", "csv")
+#: Shown in a table cell where a value does not exist.
+MISSING = "\u2014"
+#: Significant figures of numbers in tables.
+DIGITS = 4
 
 
 def print_json(obj: Any) -> None:
@@ -15,23 +32,140 @@ def print_json(obj: Any) -> None:
     print(json.dumps(plain(obj), indent=2))
 
 
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """Format dict rows as an aligned plain-text table."""
+def _flat(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            out[name] = json.dumps(value)
+        else:
+            out[name] = value
+    return out
+
+
+def print_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
+              stream: Any = None) -> None:
+    """Print ``rows`` as CSV: one header row (``columns``, default: every key in first-seen order) and one
+    line per row, in SI units; nested mappings become ``parent.child`` columns, lists JSON text, and
+    NaN, infinite and None empty cells."""
+    from ..plain import plain  # numpy: imported here, keeps `perfmodel --help` light
+
+    flat = [_flat(plain(dict(r))) for r in rows]
+    cols = list(columns) if columns is not None else list(dict.fromkeys(k for r in flat for k in r))
+    writer = csv.DictWriter(stream or sys.stdout, fieldnames=cols, restval="", extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(flat)
+
+
+def emit(fmt: str, *, table: Callable[[], None], rows: Sequence[Mapping[str, Any]] | Callable[[], Any],
+         document: Any = None, columns: Sequence[str] | None = None) -> None:
+    """Print a command's result in the format asked for.
+
+    Parameters
+    ----------
+    fmt : {"table", "json", "csv"}
+        ``--format``.
+    table : callable
+        Prints the human-readable view.
+    rows : sequence of mappings, or a callable returning one
+        The records of the CSV (and of the JSON when ``document`` is None).
+    document : optional
+        What the JSON prints when it is more than the rows (inputs, notes...).
+    columns : sequence of str, optional
+        CSV columns (default: every key).
+    """
+    if fmt == "table":
+        table()
+        return
+    records = rows() if callable(rows) else rows
+    if fmt == "json":
+        print_json(records if document is None else document)
+    else:
+        print_csv(records, columns)
+
+
+def missing(value: Any) -> bool:
+    """True for a value a table shows as "—": None, NaN or an infinite number."""
+    if value is None:
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) \
+        and not math.isfinite(float(value))
+
+
+def number(value: Any, digits: int = DIGITS) -> str:
+    """A table cell: integers as they are, other numbers rounded to ``digits`` significant figures, in
+    fixed notation between 1e-3 and 1e7 without trailing zeros (``0.297``, ``86570``, ``31``), else as
+    ``1.234e-05``; "—" for None, NaN and infinities."""
+    if missing(value):
+        return MISSING
+    if isinstance(value, (bool, str)) or not isinstance(value, numbers.Real):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    v = float(value)
+    if v == 0:
+        return "0"
+    if v.is_integer() and abs(v) < 1e7:
+        return str(int(v))
+    if not 1e-3 <= abs(v) < 1e7:
+        return f"{v:.{digits - 1}e}"
+    rounded = float(f"{v:.{digits}g}")
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(rounded))))
+    text = f"{rounded:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+#: Footnote of the metrics a table leaves out on points that do not fit.
+UNFIT_WHY = "the point does not fit (why_not says why); --format json or csv has the value it would have"
+
+
+def blank_unfit(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows for a table in which the ``metrics`` of points that do not fit (``fits`` False) are None, so
+    that no timing is shown as if the point could run (the JSON and CSV keep the computed values)."""
+    return [{**r, **dict.fromkeys(metrics)} if r.get("fits") is False else dict(r) for r in rows]
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
+                 why: Mapping[str, str] | None = None) -> str:
+    """Format dict rows as an aligned plain-text table (cells by :func:`number`).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Records.
+    columns : sequence of str, optional
+        Columns in order (default: the first row's keys).
+    why : mapping column -> reason, optional
+        Why a value of that column can be missing. A column with a NaN or infinite cell gets a footnote
+        ``— in COLUMN: REASON`` (a generic one where no reason is given); None cells get one only when a
+        reason is given.
+    """
     if not rows:
         return "(no rows)"
     cols = list(columns or rows[0].keys())
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return "" if v is None else str(v)
-
-    body = [[cell(r.get(c)) for c in cols] for r in rows]
+    body = [[number(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(b[i]) for b in body)) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
+    lines += ["  ".join(v.ljust(w) for v, w in zip(b, widths, strict=True)).rstrip() for b in body]
+    return "\n".join(lines + _footnotes(rows, cols, why or {}))
+
+
+def _footnotes(rows: Sequence[dict[str, Any]], cols: Sequence[str], why: Mapping[str, str]) -> list[str]:
+    """One line per reason, naming the columns it explains."""
+    by_reason: dict[str, list[str]] = {}
+    for c in cols:
+        values = [r.get(c) for r in rows]
+        if not any(missing(v) for v in values):
+            continue
+        if c in why:
+            by_reason.setdefault(why[c], []).append(c)
+        elif any(v is not None and missing(v) for v in values):
+            by_reason.setdefault("not defined for that row (null in --format json)", []).append(c)
+    return [f"{MISSING} in {', '.join(names)}: {reason}" for reason, names in by_reason.items()]
 
 
 def add_list_show(subparsers: Any, name: str, help: str, description: str, list_help: str,
@@ -59,8 +193,21 @@ def add_list_show(subparsers: Any, name: str, help: str, description: str, list_
 
 
 def add_format_arg(parser: Any) -> None:
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="output format (default: table)")
+    """``--format table|json|csv`` (the same choices on every result command)."""
+    parser.add_argument("--format", choices=FORMATS, default=FORMATS[0],
+                        help="table (for people), json or csv (SI units, unit-suffixed names); default table")
+
+
+def add_quiet_arg(parser: Any) -> None:
+    """``--quiet``: no progress bar (bars are drawn on stderr only when it is a terminal)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar (default: a bar on stderr when it is a terminal)")
+
+
+def progress_of(args: Any) -> bool | None:
+    """The ``progress`` argument of the API for these flags: False with ``--quiet``, else None (a bar
+    only when stderr is a terminal)."""
+    return False if getattr(args, "quiet", False) else None
 
 
 def engine_note(engine) -> str:

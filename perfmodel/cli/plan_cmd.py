@@ -11,33 +11,29 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import ConfigError, unknown_name
-from .argtypes import FRACTION, POSITIVE, POSITIVE_REAL, SEED, count, count_list, no_feasible_point
-from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
-
-
-def _csv(text: str) -> list[str]:
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("expected a comma-separated list")
-    return values
-
-
-def _prices(items: list[str] | None) -> dict[str, str]:
-    """``["h100-sxm=2.5/h", "b200=4/h,h200-sxm=3.2/h"]`` -> ``{hardware id: price}``."""
-    from ..hardware import load_hardware
-
-    out: dict[str, str] = {}
-    for item in items or []:
-        for part in _csv(item):
-            if "=" not in part:
-                raise ConfigError(f"--price: expected HARDWARE=USD_PER_DEVICE_HOUR (e.g. h100-sxm=2.5/h), "
-                                  f"got {part!r}")
-            hw, price = part.split("=", 1)
-            out[load_hardware(hw.strip()).id] = price.strip()
-    return out
+from .argtypes import (
+    FRACTION,
+    POSITIVE,
+    POSITIVE_REAL,
+    SEED,
+    count,
+    count_list,
+    name_list,
+    no_feasible_point,
+    prices_by_hardware,
+)
+from .output import (
+    add_format_arg,
+    add_quiet_arg,
+    checkpoint_note,
+    emit,
+    engine_note,
+    format_table,
+    number,
+    print_notes,
+    progress_of,
+)
 
 
 def register(sub) -> None:
@@ -55,9 +51,9 @@ def register(sub) -> None:
     p.add_argument("--slo-e2e", help="end-to-end limit, e.g. 20s")
     p.add_argument("--target", type=FRACTION, default=0.95, help="fraction of requests meeting all limits "
                                                                "(default 0.95)")
-    p.add_argument("--hardware", type=_csv, required=True,
+    p.add_argument("--hardware", type=name_list, required=True,
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
-    p.add_argument("--precision", type=_csv, default=["bf16"], help="weight formats to try (default bf16)")
+    p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats to try (default bf16)")
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
@@ -80,6 +76,7 @@ def register(sub) -> None:
     p.add_argument("--launch", metavar="ENGINE", help="also print the launch configuration of the best plan: "
                                                       "vllm, sglang, trtllm or dynamo (P/D plans)")
     add_format_arg(p)
+    add_quiet_arg(p)
     p.set_defaults(func=run)
     c = sub.add_parser("claim", help="check a vendor performance claim against the model",
                        description="Predict a claim's metric at its operating point, the ratio found, the value "
@@ -115,18 +112,29 @@ def run(args) -> int:
     hardware = [load_hardware(h) for h in args.hardware]
     result = plan(args.model, workload, slo, hardware=hardware, precisions=args.precision, tp=tps,
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
-                  idle=args.idle, utilisation=args.utilisation, price=_prices(args.price) or None,
+                  idle=args.idle, utilisation=args.utilisation, price=prices_by_hardware(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
-                  price_provider=args.price_provider, spec_decode=args.spec_decode or (None,))
+                  price_provider=args.price_provider, spec_decode=args.spec_decode or (None,),
+                  progress=progress_of(args))
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     launch, launch_error = _launch(result, args.launch)
     if launch_error:
         status = 2  # the plan is printed; its launch configuration is not expressible (bad input)
-    if args.format == "json":
-        extra = {"launch": launch.as_dict() if launch is not None else None, "launch_error": launch_error} \
-            if args.launch is not None else {}
-        print_json({**result.as_dict(), **extra, "note": engine_note(args.engine)})
-        return status
+    extra = {"launch": launch.as_dict() if launch is not None else None, "launch_error": launch_error} \
+        if args.launch is not None else {}
+    rows = [{"status": "ranked", **r} for r in result.ranked] + [{"status": "rejected", **r} for r in result.rejected]
+    emit(args.format, table=lambda: _plan_table(result, args, launch, launch_error), rows=rows,
+         document={**result.as_dict(), **extra, "note": engine_note(args.engine)})
+    return status
+
+
+#: Why a ranked plan row can lack a value.
+PLAN_WHY = {"cost_per_hour": "no price for this hardware (give --price HARDWARE=USD/h, or --objective cost "
+                             "for list prices)",
+            "power_w": "no power figure for this hardware", "tokens_per_s_per_mw": "no power figure for this hardware"}
+
+
+def _plan_table(result, args, launch, launch_error: str | None) -> None:
     i = result.inputs
     print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
           f"{', '.join(f'{k} < {v:g} s' for k, v in i['slo'].items())} for {i['target']:.0%} of requests; "
@@ -136,7 +144,7 @@ def run(args) -> int:
     for hw, row in i["list_prices"].items():
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))
-    print(format_table(result.ranked, cols))
+    print(format_table(result.ranked, cols, why=PLAN_WHY))
     if result.rejected:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
@@ -145,7 +153,6 @@ def run(args) -> int:
         print(f"\nlaunch configuration of rank 1 ({result.ranked[0]['deployment']}):\n{launch.text()}")
     elif args.launch is not None:
         print(f"\nno {args.launch} launch configuration: {launch_error}")
-    return status
 
 
 def _launch(result, engine: str | None):
@@ -168,27 +175,47 @@ def _list_price_line(row: dict) -> str:
             f"({row['id']}; {when}seen {row['seen']}; {row['basis']}) {row['source']}")
 
 
+#: Why a claim table can lack a value (rendering only; the values are the claim check's).
+CLAIM_WHY = {
+    "value_needed": "this unknown alone does not give the claimed ratio in its range (see finding)",
+    "candidate_batch": "no batch size of the candidate reaches this per-user speed",
+    "baseline_batch": "no batch size of the baseline reaches this per-user speed",
+    "ratio": "not defined: the baseline reaches no batch at this per-user speed (its throughput is 0)",
+}
+
+
 def run_claim(args) -> int:
     from ..planning.claims import check_claim, list_claims, load_claim
 
     if args.list or not args.claim:
         rows = [{"id": cid, "title": load_claim(cid).title} for cid in list_claims()]
-        print_json(rows) if args.format == "json" else print(format_table(rows))
+        emit(args.format, table=lambda: print(format_table(rows)), rows=rows)
         return 0
     r = check_claim(args.claim, points=args.points)
-    if args.format == "json":
-        print_json(r.as_dict())
-        return 0
+    emit(args.format, table=lambda: _claim_table(r), rows=lambda: _claim_rows(r), document=r.as_dict())
+    return 0
+
+
+def _claim_rows(r) -> list[dict]:
+    """CSV rows of a claim check: ``section`` says which table a row belongs to."""
+    rows = [{"section": "operating_point", "system": name, **s}
+            for name, s in (("baseline", r.baseline), ("candidate", r.candidate)) if s is not None]
+    rows += [{"section": "needed", **n} for n in r.needed]
+    if r.interactivity is not None:
+        rows += [{"section": "ratio_vs_floor", **x} for x in r.interactivity.to_dict(orient="records")]
+    return rows
+
+
+def _claim_table(r) -> None:
     c = r.claim
     print(f"{c.title}\n  source: {c.source}\n  {r.verdict}")
     for name, s in (("baseline", r.baseline), ("candidate", r.candidate)):
         if s is not None:
-            print(f"  {name}: {c.metric} = {s['value']:.4g} at batch {s['batch']} "
-                  f"({s['devices']} devices, power {s['power_w']} W, per-user max {s['max_per_user_tokens_per_s']:.4g} "
-                  f"tok/s)")
+            where = f"at batch {s['batch']}" if s["batch"] is not None else "(no batch reaches the operating point)"
+            print(f"  {name}: {c.metric} = {number(s['value'])} {where} ({s['devices']} devices, power "
+                  f"{number(s['power_w'])} W, per-user max {number(s['max_per_user_tokens_per_s'])} tok/s)")
     print("\nassumptions needed (one unknown at a time, others nominal):")
-    print(format_table(r.needed, ["unknown", "nominal", "value_needed", "unit", "finding"]))
+    print(format_table(r.needed, ["unknown", "nominal", "value_needed", "unit", "finding"], why=CLAIM_WHY))
     if r.interactivity is not None:
         print("\nratio against the per-user speed floor (nominal unknowns):")
-        print(format_table(r.interactivity.to_dict(orient="records")))
-    return 0
+        print(format_table(r.interactivity.to_dict(orient="records"), why=CLAIM_WHY))

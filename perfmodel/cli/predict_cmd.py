@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment
-from .output import add_format_arg, checkpoint_note, format_table, print_json, print_notes
+from .output import UNFIT_WHY, add_format_arg, blank_unfit, checkpoint_note, emit, format_table, print_notes
 
 int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1]
 
@@ -113,20 +113,23 @@ def run(args) -> int:
         records = pred.records()
         print_notes(checkpoint_note(args.model, args.weights))
     unfit = [r for r in records if r.get("fits") is False]
-    if args.format == "json":
-        print_json(records)
-    else:
-        cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
-                "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "prefill_bound", "decode_bound"]
+
+    def table() -> None:
+        metrics = ["ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_user_tokens_per_s",
+                   "per_device_tokens_per_s"]
+        rows = blank_unfit(records, metrics)
+        cols = ["batch", "isl", "osl", *metrics, "fits", "prefill_bound", "decode_bound"]
         if unfit:  # say why on the row itself
-            records = [{**r, "why_not": r.get("fit_reason") if r.get("fits") is False else ""} for r in records]
+            rows = [{**r, "why_not": r.get("fit_reason") if r.get("fits") is False else ""} for r in rows]
             cols.append("why_not")
-        first = records[0]
+        first = rows[0]
         print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
               f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
-        print(format_table(records, cols))
+        print(format_table(rows, cols, why=dict.fromkeys(metrics, UNFIT_WHY)))
+
+    emit(args.format, table=table, rows=records)
     return no_feasible_point("predict", unfit, len(records))
 
 
@@ -138,7 +141,7 @@ def _pick_layout(args, execution: str) -> None:
                        batch=int(args.batch[0]), weights=args.weights, activations=args.activations,
                        kv_cache=args.kv_cache, execution=execution, efficiency=args.efficiency)
     args.tp, args.pp, args.replicas = int(best["tp"]), int(best["pp"]), int(best["replicas"])
-    if args.format != "json":
+    if args.format == "table":
         print(f"layout for {args.devices} x {args.hardware}: tp{args.tp} x pp{args.pp} x {args.replicas} "
               f"replica(s), the fastest per user that fits at batch {args.batch[0]}, ISL {args.isl[0]}, "
               f"OSL {args.osl[0]} ({best['per_user_tokens_per_s']:.4g} tok/s per user)")
@@ -157,20 +160,21 @@ def _run_dataflow(args, batch, isl, osl) -> int:
     records = df.to_dict(orient="records")
     for r in records:
         r.update({k: pred.config[k] for k in ("stream_efficiency", "fitted_on", "execution", "basis")})
-    if args.format == "json":
-        print_json(records)
-        return 0
     cfg = pred.config
-    print(f"{args.model} on {cfg['devices']}x {cfg['hardware']} (tp{args.tp} x pp{args.pp} x {reps} replica(s), "
-          f"{cfg['precision']}, dataflow model: {cfg['execution']} execution, no kernel-launch terms; "
-          f"stream_efficiency {cfg['stream_efficiency']:.4g} fitted on {cfg['fitted_on']}); "
-          f"TTFT excludes queueing")
-    if cfg["spec_decode"]:
-        print(f"speculative decoding: {cfg['spec_decode']} (a what-if: the acceptance is not predicted)")
-    tiers = [c for c in df.columns if c.endswith("_used_bytes_per_chip")]
-    cols = ["batch", "isl", "osl", "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s",
-            "sync_s", "hand_off_s", "fits", *tiers]
-    print(format_table(records, cols))
+
+    def table() -> None:
+        print(f"{args.model} on {cfg['devices']}x {cfg['hardware']} (tp{args.tp} x pp{args.pp} x {reps} "
+              f"replica(s), {cfg['precision']}, dataflow model: {cfg['execution']} execution, no kernel-launch "
+              f"terms; stream_efficiency {cfg['stream_efficiency']:.4g} fitted on {cfg['fitted_on']}); "
+              f"TTFT excludes queueing")
+        if cfg["spec_decode"]:
+            print(f"speculative decoding: {cfg['spec_decode']} (a what-if: the acceptance is not predicted)")
+        tiers = [c for c in df.columns if c.endswith("_used_bytes_per_chip")]
+        metrics = ["ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "sync_s", "hand_off_s"]
+        cols = ["batch", "isl", "osl", *metrics, "fits", *tiers]
+        print(format_table(blank_unfit(records, metrics), cols, why=dict.fromkeys(metrics, UNFIT_WHY)))
+
+    emit(args.format, table=table, rows=records)
     bad = [r["fit_reason"] for r in records if not r["fits"]]
     if bad:
         print_notes(f"does not fit: {bad[0]}")

@@ -11,13 +11,20 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from typing import Any
 
 from ..errors import ConfigError
 from .argtypes import FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_REAL, SEED, real, refuse_with_deployment
-from .output import add_format_arg, checkpoint_note, engine_note, format_table, print_json, print_notes
+from .output import (
+    add_format_arg,
+    add_quiet_arg,
+    checkpoint_note,
+    emit,
+    engine_note,
+    format_table,
+    print_notes,
+    progress_of,
+)
 from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 
@@ -72,6 +79,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=real(0, 1, hi_open=True), default=0.0, help="fraction of earliest requests left out of "
                                                              "the statistics (default 0)")
     add_format_arg(p)
+    add_quiet_arg(p)
 
 
 def register(sub) -> None:
@@ -187,29 +195,6 @@ def _workload(args, placeholder: str | None = None):
     return w
 
 
-def _progress():
-    """A carriage-return progress bar on stderr, only on a terminal and after one second."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    t0 = time.perf_counter()
-    shown = [False]
-
-    def update(frac: float) -> None:
-        if time.perf_counter() - t0 < 1.0:
-            return
-        n = int(30 * min(max(frac, 0.0), 1.0))
-        sys.stderr.write(f"\r[{'#' * n}{'.' * (30 - n)}] {100 * frac:5.1f}%")
-        sys.stderr.flush()
-        shown[0] = True
-
-    def done() -> None:
-        if shown[0]:
-            sys.stderr.write("\r" + " " * 45 + "\r")
-            sys.stderr.flush()
-
-    return update, done
-
-
 def _router(name: str) -> str:
     return name.replace("-", "_")
 
@@ -224,12 +209,8 @@ def run_simulate(args) -> int:
     eng = _engine(args)
     w = _workload(args)
     model, replicas = _model(args)
-    update, done = _progress()
-    try:
-        res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router),
-                       seed=args.seed, progress=update)
-    finally:
-        done()
+    res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router), seed=args.seed,
+                   progress=progress_of(args))
     s = res.summary(warmup=args.warmup)
     if s["arrived"] and not s["completed"]:  # percentiles of nothing: say what happened instead
         raise ConfigError(f"no request completed: {s['arrived']} arrived, {s['cancelled']} cancelled "
@@ -239,27 +220,31 @@ def run_simulate(args) -> int:
            "engine": eng.describe(),
            "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,
            "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng)}
-    if args.format == "json":
-        print_json(out)
-        return 0
-    print(res._title())
-    prof = eng.profile
-    print(f"engine {eng.name}: policy={prof.policy}, chunked_prefill={prof.chunked_prefill}, "
-          f"max_num_batched_tokens={prof.max_num_batched_tokens}, max_num_seqs={prof.max_num_seqs}, "
-          f"step_overhead={prof.step_overhead:g} s, seq_overhead={prof.seq_overhead:g} s, "
-          f"request_overhead={eng.request_overhead:g} s, first_token_steps={eng.terms.first_token_steps:.2g}")
-    keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
-            "throughput_output_tokens_per_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
-            "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
-            "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
-    print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
-    empty: dict[str, list[str]] = {}
-    for key, why in s.get("undefined", {}).items():
-        if key in keys:
-            empty.setdefault(why, []).append(key)
-    for why, names in empty.items():
-        print(f"note: no value for {', '.join(names)}: {why}")
-    print(f"note: {engine_note(eng)}")
+
+    def table() -> None:
+        print(res._title())
+        prof = eng.profile
+        print(f"engine {eng.name}: policy={prof.policy}, chunked_prefill={prof.chunked_prefill}, "
+              f"max_num_batched_tokens={prof.max_num_batched_tokens}, max_num_seqs={prof.max_num_seqs}, "
+              f"step_overhead={prof.step_overhead:g} s, seq_overhead={prof.seq_overhead:g} s, "
+              f"request_overhead={eng.request_overhead:g} s, first_token_steps={eng.terms.first_token_steps:.2g}")
+        keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
+                "throughput_output_tokens_per_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
+                "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
+                "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps"]
+        print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
+        empty: dict[str, list[str]] = {}
+        undefined = {**{k: "no SLO given (--slo-ttft, --slo-tpot, --slo-e2e or the workload's slo)"
+                        for k in keys if k.startswith(("slo_", "goodput")) and k in s and s[k] is None},
+                     **s.get("undefined", {})}
+        for key, why in undefined.items():
+            if key in keys:
+                empty.setdefault(why, []).append(key)
+        for why, names in empty.items():
+            print(f"note: no value for {', '.join(names)}: {why}")
+        print(f"note: {engine_note(eng)}")
+
+    emit(args.format, table=table, rows=[out], document=out)
     return 0
 
 
@@ -274,18 +259,21 @@ def run_max_load(args) -> int:
     start = args.rate if mode == "rate" else args.concurrency
     found = max_load(model, w, target=args.target, mode=mode, engine=eng, replicas=replicas,
                      router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
-                     max_simulations=args.max_simulations, warmup=args.warmup)
+                     max_simulations=args.max_simulations, warmup=args.warmup, progress=progress_of(args))
     out = {**found.as_dict(), "engine": eng.describe(),
            "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
            "note": engine_note(eng)}
-    if args.format == "json":
-        print_json(out)
-        return 0
     key = "max_arrival_rate" if mode == "rate" else "max_concurrency"
-    print(f"{key}: {found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
-          f"{found.simulations} simulations)")
-    cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
-            "tpot_p95_s", "cancelled"]
-    print(format_table(found.curve, cols))
-    print(f"note: {engine_note(eng)}")
+
+    def table() -> None:
+        print(f"{key}: {found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
+              f"{found.simulations} simulations)")
+        cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
+                "tpot_p95_s", "cancelled"]
+        print(format_table(found.curve, cols, why={c: "no request of that load completed with this metric"
+                                                   for c in cols}))
+        print(f"note: {engine_note(eng)}")
+
+    rows = [{"search": mode, key: found.max_load, "target": found.target, **r} for r in found.curve]
+    emit(args.format, table=table, rows=rows, document=out)
     return 0

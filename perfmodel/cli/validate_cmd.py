@@ -11,7 +11,13 @@ Examples::
 from __future__ import annotations
 
 from .argtypes import POSITIVE
-from .output import add_format_arg, format_table, print_json
+from .output import add_format_arg, add_quiet_arg, emit, format_table, progress_of
+
+#: Error statistics a validation summary can hold, in table order.
+METRICS = ("tpot", "ttft", "batch_latency", "latency")
+#: Why a statistic of the tables can be missing.
+WHY = dict.fromkeys(("median_abs_pct_error", "p90_abs_pct_error", "bias_pct", "tpot_median_%", "tpot_bias_%",
+                     "ttft_median_%", "ttft_bias_%"), "no row of this group has a prediction and a measurement (n = 0)")
 
 
 def register(sub) -> None:
@@ -46,6 +52,7 @@ def register(sub) -> None:
                    help="fp8, fp8_block, fp4, int4_wo, bf16 ('' = checkpoint default; fp8 follows a block-scaled checkpoint)")
     g.add_argument("--concurrency", type=POSITIVE, help="client concurrency (default: the one in the file)")
     add_format_arg(p)
+    add_quiet_arg(p)
     p.set_defaults(func=run)
 
 
@@ -68,21 +75,21 @@ def _print_table(run) -> None:
     s = run.summary
     print(f"{run.kind}: {s.get('rows')} rows, {s.get('predicted')} predicted, {s.get('skipped')} skipped"
           + (f", {s['anomalous']} flagged anomalous (excluded)" if s.get("anomalous") else ""))
-    metrics = [m for m in ("tpot", "ttft", "batch_latency", "latency") if isinstance(s.get(m), dict)]
+    metrics = [m for m in METRICS if isinstance(s.get(m), dict)]
     rows = [{"metric": m, **{k: v for k, v in s[m].items()}} for m in metrics]
     if rows:
-        print(format_table(rows))
+        print(format_table(rows, why=WHY))
     for group, values in (s.get("by") or {}).items():
         if run.kind.startswith("ops:") or run.kind == "step":
             print(f"\nby {group}:")
-            print(format_table([{group: k, **v} for k, v in values.items()]))
+            print(format_table([{group: k, **v} for k, v in values.items()], why=WHY))
             continue
         if run.kind != "serving":
             continue
         print(f"\nby {group}:")
         print(format_table([{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
                              "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
-                             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()]))
+                             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()], why=WHY))
     if s.get("skipped_reasons"):
         print("\nskipped:")
         print(format_table([{"reason": k, "rows": v} for k, v in s["skipped_reasons"].items()]))
@@ -92,7 +99,8 @@ def run(args) -> int:
     from ..validation.run import validate_file
 
     result = validate_file(args.data, efficiency=args.efficiency, engines=args.engines,
-                           deployment=_deployment(args), include_anomalous=args.include_anomalous)
+                           deployment=_deployment(args), include_anomalous=args.include_anomalous,
+                           progress=progress_of(args))
     if args.out and len(result.predictions):
         result.predictions.to_csv(args.out, index=False)
     if args.calibrate:
@@ -100,10 +108,27 @@ def run(args) -> int:
 
         result.summary["calibration"] = calibrate_file(args.data, args.calibrate, efficiency=args.efficiency,
                                                        deployment=_deployment(args))
-    if args.format == "json":
-        print_json(result.summary)
-    else:
+
+    def table() -> None:
         _print_table(result)
         if args.calibrate:
             print(f"\nengine calibration written to {args.calibrate}")
+
+    emit(args.format, table=table, rows=lambda: summary_rows(result.summary), document=result.summary)
     return 0
+
+
+def summary_rows(summary: dict) -> list[dict]:
+    """The error statistics of a validation summary as CSV rows: ``group`` (``all`` or what the rows are
+    grouped by), ``value`` (the group's value), ``metric`` and the statistics of that metric."""
+    rows = [{"group": "all", "value": "", "metric": m, **summary[m]} for m in METRICS
+            if isinstance(summary.get(m), dict)]
+    for group, values in (summary.get("by") or {}).items():
+        for value, stats in values.items():
+            nested = {k: v for k, v in stats.items() if isinstance(v, dict)}
+            if nested:
+                flat = {k: v for k, v in stats.items() if not isinstance(v, dict)}
+                rows += [{"group": group, "value": value, "metric": m, **flat, **s} for m, s in nested.items()]
+            else:
+                rows.append({"group": group, "value": value, "metric": "", **stats})
+    return rows

@@ -9,40 +9,19 @@ load point) are independent tasks. :func:`map_tasks` accepts
 - a :class:`dask.distributed.Client` for more than one machine (``pip install perfmodel[dist]``):
   ``Client("tcp://scheduler:8786")`` or a ``LocalCluster`` to test.
 
-Tasks and the function must be picklable (module-level functions, plain data). A progress bar is
-drawn on stderr only when stderr is a terminal (no dependency; silent in notebooks, logs and CI).
+Tasks and the function must be picklable (module-level functions, plain data). ``progress`` draws a
+bar of the tasks done (:mod:`perfmodel.progress`; off by default).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from ..errors import ConfigError
-
-
-class Progress:
-    """A one-line text progress bar on ``stream`` (default stderr), drawn only on a terminal."""
-
-    def __init__(self, total: int, label: str = "", stream: Any = None, enabled: bool | None = None) -> None:
-        self.total, self.done, self.label = max(int(total), 1), 0, label
-        self.stream = stream if stream is not None else sys.stderr
-        isatty = getattr(self.stream, "isatty", None)
-        self.enabled = bool(isatty and isatty()) if enabled is None else enabled
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        if self.enabled:
-            width = 30
-            filled = int(width * self.done / self.total)
-            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                              f"{self.done}/{self.total}")
-            if self.done >= self.total:
-                self.stream.write("\n")
-            self.stream.flush()
+from ..progress import Bar
 
 
 def _is_dask(executor: Any) -> bool:
@@ -50,7 +29,7 @@ def _is_dask(executor: Any) -> bool:
 
 
 def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Any = None,
-              progress: bool | None = None, label: str = "tasks") -> list[Any]:
+              progress: bool | None = False, label: str = "tasks") -> list[Any]:
     """Apply ``fn`` to every task and return the results in task order.
 
     Parameters
@@ -61,8 +40,11 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Any = No
         Arguments.
     executor : None | concurrent.futures.Executor | dask.distributed.Client
         Where to run (see the module docstring).
-    progress : bool, optional
-        Force the progress bar on or off; default: on when stderr is a terminal.
+    progress : bool | None
+        A bar of the tasks done (:mod:`perfmodel.progress`: True always, None only when stderr is a
+        terminal, False never).
+    label : str
+        Name of one task on the bar (``"candidates"``).
 
     Returns
     -------
@@ -71,7 +53,11 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], executor: Any = No
         raised here.
     """
     tasks = list(tasks)
-    bar = Progress(len(tasks), label, enabled=progress)
+    with Bar(len(tasks), label, progress, unit="task") as bar:
+        return _run(fn, tasks, executor, bar)
+
+
+def _run(fn: Callable[[Any], Any], tasks: list[Any], executor: Any, bar: Bar) -> list[Any]:
     if executor is None:
         out = []
         for t in tasks:
@@ -116,7 +102,7 @@ def _simulate_task(task: Mapping[str, Any]) -> dict[str, Any]:
 def serving_sweep(step_models: Mapping[str, Any], workload: Any, *, rates: Iterable[float] | None = None,
                   concurrencies: Iterable[int] | None = None, replicas: Iterable[int] = (1,),
                   engine: Any = "vllm", seed: int = 0, requests: int | None = None, executor: Any = None,
-                  progress: bool | None = None) -> pd.DataFrame:
+                  progress: bool | None = False) -> pd.DataFrame:
     """Simulate every (deployment, load, replicas) combination, possibly in parallel.
 
     Parameters
@@ -134,6 +120,8 @@ def serving_sweep(step_models: Mapping[str, Any], workload: Any, *, rates: Itera
         As for :func:`perfmodel.serving.simulate`.
     executor : None | Executor | dask.distributed.Client
         See :func:`map_tasks`.
+    progress : bool | None
+        A bar of the simulations done (see :func:`map_tasks`).
 
     Returns
     -------

@@ -287,7 +287,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
          engine: Any = "vllm", power: str = "tdp", tdp: Any = None, idle: Any = None,
          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None, requests: int = 300,
          seed: int = 0, max_replicas: int = 256, extra_replicas: int = 3, executor: Any = None,
-         progress: bool | None = None, list_prices: bool | None = None,
+         progress: bool | None = False, list_prices: bool | None = None,
          price_provider: str | None = None, spec_decode: Sequence[Any] = (None,)) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
@@ -327,6 +327,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         Load limit and how many replicas the check may add beyond ⌈λ/λ1⌉.
     executor : None | Executor | dask.distributed.Client
         Evaluate candidates in parallel (:func:`perfmodel.planning.executor.map_tasks`).
+    progress : bool | None
+        A bar of the candidates evaluated (:mod:`perfmodel.progress`: True always, None only when stderr
+        is a terminal, False never).
     spec_decode : sequence, optional
         Speculative-decoding settings to search, each candidate under each (``None`` or ``"off"``,
         ``"eagle:k=3"``, ``"mtp:k=2"``...; :mod:`perfmodel.engine.speculative`); rows say which.

@@ -30,6 +30,7 @@ from ..errors import ConfigError, PerfmodelError
 from ..hardware import load_hardware
 from ..modelspec import ModelSpec, load_model
 from ..precision import Precision
+from ..progress import Bar
 from ._frame import FrameBuilder
 from .cost import (
     HOUR,
@@ -111,7 +112,8 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
           dp: Any = 1, precision: Any = "bf16", kv_cache: str | None = None, batch: Any = None,
           concurrency: Any = None, isl: Any = 1024, osl: Any = 128, efficiency: str = "calibrated",
           reserve: float = 0.10, power: str = "tdp", tdp: Any = None, idle: Any = None,
-          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None) -> pd.DataFrame:
+          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None,
+          progress: bool | None = False) -> pd.DataFrame:
     """Evaluate the analytic model over the cartesian product of the arguments.
 
     Parameters
@@ -141,6 +143,9 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
         USD per device-hour (``"2.5/h"``), or a mapping by hardware id.
     tco : TotalCost, optional
         Total-cost model used where no price is given (needs a power basis).
+    progress : bool or None
+        A bar of the (model, hardware, precision, layout) groups done (:mod:`perfmodel.progress`: True
+        always, None only when stderr is a terminal, False never).
 
     Returns
     -------
@@ -159,37 +164,48 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     # resolve each name once (ids, aliases, or user YAML files) and pass the spec itself on
     hw_specs = {spec.id: spec for spec in (load_hardware(h) for h in _seq("hardware", hardware))}
     load, isl_v, osl_v = _grid(batch, concurrency, isl, osl)
-    n = load.size
     out = FrameBuilder(COLUMNS)
     layouts = list(itertools.product(_seq("tp", tp), _seq("pp", pp), _seq("ep", ep),
                                      _seq("dp_attention", dp_attention)))
     dps = [int(d) for d in _seq("dp", dp)]
-    for mdl, hw, prec, (t, p, e, a) in itertools.product(model_specs, hw_specs, _seq("precision", precision),
-                                                           layouts):
-        pb, pdesc = _power(hw_specs[hw], power, tdp, idle, utilisation)
-        pkw = _precision_kwargs(prec, kv_cache)
-        ident = {"model": mdl.id, "hardware": hw, "tp": t, "pp": p, "ep": e, "dp_attention": a,
-                 "efficiency": efficiency, "power_basis": pdesc}
-        try:
-            sm = StepModel(mdl, hw_specs[hw], tp=int(t), pp=int(p), ep=int(e), dp_attention=int(a),
-                           efficiency=efficiency, reserve=reserve, **pkw)
-        except PerfmodelError as exc:
-            label = _precision_label(pkw)
-            for d in dps:
-                _add_invalid(out, n, {**ident, "dp": d, "precision": label}, load, isl_v, osl_v,
-                             concurrency is not None, str(exc))
-            continue
-        cache: dict[bytes, Any] = {}
-        for d in dps:
-            b = load / d if concurrency is not None else load
-            whole = b == np.round(b)
-            bb = np.where(whole & (b >= 1), b, 1.0)
-            key = bb.tobytes()
-            if key not in cache:
-                cache[key] = predict(None, None, isl=isl_v, osl=osl_v, batch=bb, step_model=sm)
-            pred = cache[key]
-            _add_valid(out, {**ident, "dp": d}, pred, b, whole & (b >= 1), d, pb, price, tco)
+    groups = list(itertools.product(model_specs, hw_specs, _seq("precision", precision), layouts))
+    opts = {"kv_cache": kv_cache, "efficiency": efficiency, "reserve": reserve, "power": power, "tdp": tdp,
+            "idle": idle, "utilisation": utilisation, "price": price, "tco": tco}
+    with Bar(len(groups), "sweep", progress, unit="config") as bar:
+        for mdl, hw, prec, layout in groups:
+            _sweep_group(out, mdl, hw_specs[hw], prec, layout, dps, (load, isl_v, osl_v),
+                         concurrency is not None, opts)
+            bar.update()
     return out.build()
+
+
+def _sweep_group(out: FrameBuilder, mdl: ModelSpec, hw_spec: Any, prec: Any, layout: tuple, dps: list[int],
+                 grid: tuple[np.ndarray, ...], is_conc: bool, opts: dict[str, Any]) -> None:
+    """Rows of one (model, hardware, precision, layout) group: one vectorised predict per batch split."""
+    t, p, e, a = layout
+    load, isl_v, osl_v = grid
+    n = load.size
+    pb, pdesc = _power(hw_spec, opts["power"], opts["tdp"], opts["idle"], opts["utilisation"])
+    pkw = _precision_kwargs(prec, opts["kv_cache"])
+    ident = {"model": mdl.id, "hardware": hw_spec.id, "tp": t, "pp": p, "ep": e, "dp_attention": a,
+             "efficiency": opts["efficiency"], "power_basis": pdesc}
+    try:
+        sm = StepModel(mdl, hw_spec, tp=int(t), pp=int(p), ep=int(e), dp_attention=int(a),
+                       efficiency=opts["efficiency"], reserve=opts["reserve"], **pkw)
+    except PerfmodelError as exc:
+        label = _precision_label(pkw)
+        for d in dps:
+            _add_invalid(out, n, {**ident, "dp": d, "precision": label}, load, isl_v, osl_v, is_conc, str(exc))
+        return
+    cache: dict[bytes, Any] = {}
+    for d in dps:
+        b = load / d if is_conc else load
+        whole = b == np.round(b)
+        bb = np.where(whole & (b >= 1), b, 1.0)
+        key = bb.tobytes()
+        if key not in cache:
+            cache[key] = predict(None, None, isl=isl_v, osl=osl_v, batch=bb, step_model=sm)
+        _add_valid(out, {**ident, "dp": d}, cache[key], b, whole & (b >= 1), d, pb, opts["price"], opts["tco"])
 
 
 def _nan(n: int) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 from .. import checks
 from ..engine.engine import Engine
 from ..errors import ConfigError
+from ..progress import Bar
 from ..spec_base import validate
 from .protocol import resolve_step_model
 from .simulator import Disaggregated, simulate
@@ -86,7 +87,8 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
              engine: Any = "vllm", replicas: int = 1,
              router: str = "least_loaded", seed: int = 0, requests: int | None = None,
              horizon: float | None = None, start: float | None = None, rel_tol: float = 0.02,
-             max_simulations: int = 30, warmup: float = 0.0, step_table: str = "table") -> LoadSearch:
+             max_simulations: int = 30, warmup: float = 0.0, step_table: str = "table",
+             progress: bool | None = False) -> LoadSearch:
     """Largest arrival rate (open loop) or concurrency (closed loop) meeting the SLO target.
 
     Parameters
@@ -107,6 +109,9 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         Upper bound on simulations.
     warmup : float
         Fraction of earliest requests left out of each attainment.
+    progress : bool | None
+        A bar of the simulations run (up to ``max_simulations``) with the load tried and its attainment
+        (:mod:`perfmodel.progress`: True always, None only when stderr is a terminal, False never).
 
     Returns
     -------
@@ -135,6 +140,8 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
     def norm(x: float) -> float:
         return float(max(1, round(x))) if mode == "concurrency" else float(x)
 
+    bar = Bar(max_simulations, "max-load", progress, unit="simulation")
+
     def attain(x: float) -> float:
         x = norm(x)
         if x not in cache:
@@ -142,37 +149,42 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
             res = simulate(model, wl, engine=eng, replicas=replicas, router=router, seed=seed,
                            requests=requests, horizon=horizon, step_table=step_table, timer_cache=timers)
             cache[x] = res.summary(warmup=warmup)
+            bar.update()
+            bar.note(f"{mode} {x:g}: attainment {cache[x]['slo_attainment']:.3f}")
         return cache[x]["slo_attainment"]
 
-    x = norm(start if start is not None else _first_guess(model, w, eng, replicas, mode))
-    lo, hi = None, None
-    if attain(x) >= goal:
-        lo = x
-        while len(cache) < max_simulations:
-            x = norm(x * 2)
-            if attain(x) >= goal:
-                lo = x
-            else:
-                hi = x
-                break
-    else:
-        hi = x
-        while len(cache) < max_simulations and (mode == "rate" and x > 1e-6 or x > 1):
-            x = norm(x / 2)
-            if attain(x) >= goal:
-                lo = x
-                break
-            hi = x
-    while lo is not None and hi is not None and len(cache) < max_simulations:
-        if (mode == "concurrency" and hi - lo <= 1) or (mode == "rate" and (hi - lo) <= rel_tol * hi):
-            break
-        mid = norm(math.sqrt(lo * hi) if hi > 2 * lo else 0.5 * (lo + hi))
-        if mid in (lo, hi):
-            break
-        if attain(mid) >= goal:
-            lo = mid
+    try:
+        x = norm(start if start is not None else _first_guess(model, w, eng, replicas, mode))
+        lo, hi = None, None
+        if attain(x) >= goal:
+            lo = x
+            while len(cache) < max_simulations:
+                x = norm(x * 2)
+                if attain(x) >= goal:
+                    lo = x
+                else:
+                    hi = x
+                    break
         else:
-            hi = mid
+            hi = x
+            while len(cache) < max_simulations and (mode == "rate" and x > 1e-6 or x > 1):
+                x = norm(x / 2)
+                if attain(x) >= goal:
+                    lo = x
+                    break
+                hi = x
+        while lo is not None and hi is not None and len(cache) < max_simulations:
+            if (mode == "concurrency" and hi - lo <= 1) or (mode == "rate" and (hi - lo) <= rel_tol * hi):
+                break
+            mid = norm(math.sqrt(lo * hi) if hi > 2 * lo else 0.5 * (lo + hi))
+            if mid in (lo, hi):
+                break
+            if attain(mid) >= goal:
+                lo = mid
+            else:
+                hi = mid
+    finally:
+        bar.close()
     curve = [{"load": k, **{c: v.get(c) for c in _CURVE_KEYS}} for k, v in sorted(cache.items())]
     best = lo if lo is not None else 0.0
     return LoadSearch(mode=mode, max_load=int(best) if mode == "concurrency" else best, target=goal,

@@ -26,6 +26,7 @@ from .. import checks
 from ..engine.engine import Engine
 from ..engine.profile import EngineProfile
 from ..errors import ConfigError
+from ..progress import Bar
 from ..units import to_si
 from .protocol import StepModelLike, resolve_step_model
 from .result import SimulationResult
@@ -332,7 +333,7 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
              router: str = "least_loaded", seed: int = 0, requests: int | None = None,
              horizon: float | str | None = None, slo: SLO | dict | None = None,
              step_table: str = "table", timer_cache: dict | None = None,
-             progress: Callable[[float], None] | None = None) -> SimulationResult:
+             progress: bool | Callable[[float], None] | None = False) -> SimulationResult:
     """Simulate serving ``workload`` on ``replicas`` replicas with continuous batching.
 
     Parameters
@@ -367,8 +368,9 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         Tabulate the step model (fast) or call it at every step.
     timer_cache : dict | None
         Reuse step tables between calls (pass the same dict).
-    progress : callable | None
-        Called with the fraction done (0..1) now and then.
+    progress : bool | callable | None
+        A progress bar of the share of the run done (:mod:`perfmodel.progress`: True always, None only
+        when stderr is a terminal, False never), or a callable called with that share (0..1) now and then.
 
     Returns
     -------
@@ -434,7 +436,11 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
             rep = Replica(len(sim.replicas), sim, timer, e, kv_tokens, role)
             sim.replicas.append(rep)
             (sim.back if role == "decode" else sim.front).append(rep)
-    iterations = sim.run(progress)
+    if callable(progress):
+        iterations = sim.run(progress)
+    else:
+        with Bar(100, "simulate", progress, unit="%") as bar:
+            iterations = sim.run((lambda share: bar.to(round(100 * share, 1))) if bar.shown else None)
     wall = time.perf_counter() - wall0
     return SimulationResult.from_sim(sim, workload=w, engines=engines, models=models,
                                      router=router, seed=int(seed), wall_s=wall, iterations=iterations)

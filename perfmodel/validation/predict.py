@@ -23,6 +23,7 @@ import pandas as pd
 from ..engine.calibration import EngineCalibration, presets
 from ..engine.engine import Engine
 from ..errors import PerfmodelError
+from ..progress import Bar
 from ..serving import EngineProfile, steady_state
 from .predict_disagg import NO_KV_REASON, DisaggBatch, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
@@ -69,8 +70,8 @@ class ServingProblem:
     disagg: dict[str, list[DisaggBatch]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, deployments: pd.DataFrame, efficiency="calibrated", cache: StepModelCache | None = None
-              ) -> ServingProblem:
+    def build(cls, deployments: pd.DataFrame, efficiency="calibrated", cache: StepModelCache | None = None,
+              progress: bool | None = False) -> ServingProblem:
         """Tabulate the step models of all predictable aggregated rows.
 
         Parameters
@@ -81,6 +82,8 @@ class ServingProblem:
             Per-op efficiency profile of the step models.
         cache : StepModelCache, optional
             Step models to reuse.
+        progress : bool | None
+            A bar of the aggregated rows tabulated (:mod:`perfmodel.progress`).
         """
         engines = {b: c.engine() for b, c in presets().items()}
         cache = cache or StepModelCache(efficiency)
@@ -94,27 +97,10 @@ class ServingProblem:
         skipped += disagg_skipped
         parts: dict[str, list] = {}
         keep = []
-        for key, rows in config_groups(agg, (*CONFIG_COLUMNS, "backend")):
-            try:
-                sm = cache.get(key[:-1])
-                capacity = float(sm.kv_capacity_tokens)
-            except PerfmodelError as exc:
-                capacity, sm = 0.0, None
-                reason = f"step model error: {exc}"
-            else:
-                reason = NO_KV_REASON
-            if sm is None or capacity <= 0:
-                skipped += [{"row": r, "id": i, "reason": reason} for r, i in zip(rows["row"], rows["id"],
-                                                                                  strict=True)]
-                continue
-            eng = engines[key[-1]]
-            isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
-            p_max = np.maximum(isl, eng.max_num_batched_tokens * rows["dp"].to_numpy(float))
-            tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
-                               layers=sm.model.num_layers, small_m_model=cache.small_m_variant(key[:-1]))
-            bind = _kv_can_bind(rows, capacity, eng)
-            parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
-            keep.append(rows.index.to_numpy())
+        with Bar(len(agg), "validate", progress, unit="row") as bar:
+            for key, rows in config_groups(agg, (*CONFIG_COLUMNS, "backend")):
+                cls._tabulate(key, rows, cache, engines, skipped, parts, keep)
+                bar.update(len(rows))
         keep += [index for index, _ in disagg_parts.values()]
         kept = deployments.loc[np.concatenate(keep)] if keep else agg.iloc[:0]
         problem = cls(kept.copy(), pd.DataFrame(skipped, columns=["row", "id", "reason"]),
@@ -125,6 +111,31 @@ class ServingProblem:
         for backend, (index, inputs) in disagg_parts.items():
             problem.disagg[backend] = [DisaggBatch(position.loc[index].to_numpy(), **inputs)]
         return problem
+
+    @staticmethod
+    def _tabulate(key: tuple, rows: pd.DataFrame, cache: StepModelCache, engines: dict, skipped: list,
+                  parts: dict, keep: list) -> None:
+        """Tabulate one configuration's rows (appends to ``parts`` and ``keep``, or to ``skipped``)."""
+        try:
+            sm = cache.get(key[:-1])
+            capacity = float(sm.kv_capacity_tokens)
+        except PerfmodelError as exc:
+            capacity, sm = 0.0, None
+            reason = f"step model error: {exc}"
+        else:
+            reason = NO_KV_REASON
+        if sm is None or capacity <= 0:
+            skipped.extend({"row": r, "id": i, "reason": reason} for r, i in zip(rows["row"], rows["id"],
+                                                                                 strict=True))
+            return
+        eng = engines[key[-1]]
+        isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
+        p_max = np.maximum(isl, eng.max_num_batched_tokens * rows["dp"].to_numpy(float))
+        tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
+                           layers=sm.model.num_layers, small_m_model=cache.small_m_variant(key[:-1]))
+        bind = _kv_can_bind(rows, capacity, eng)
+        parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
+        keep.append(rows.index.to_numpy())
 
     def _batches(self, groups: list, position: pd.Series) -> list[_Batch]:
         free_idx, free_tabs, out = [], [], []

@@ -24,6 +24,7 @@ from .. import fileio
 from ..core.efficiency import check_profile, profile_for
 from ..engine.calibration import load_profile
 from ..errors import ConfigError, PerfmodelError, UnknownNameError
+from ..progress import Bar
 from .anomalies import flag_anomalies
 from .importers import MeasuredDeployment, import_results
 from .metrics import add_errors, error_stats, summarize
@@ -111,12 +112,13 @@ def detect_kind(columns) -> str:
         f"(needs {list(STEP_COLUMNS)}) or a per-op table with latency_ms")
 
 
-def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = True
-                    ) -> tuple[ServingProblem, pd.DataFrame]:
+def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = True,
+                    progress: bool | None = False) -> tuple[ServingProblem, pd.DataFrame]:
     """Map, flag and tabulate serving rows; returns the problem and all skipped rows.
 
     ``measured=False``: rows without measurements (estimates); nothing is flagged or de-duplicated.
-    An unknown efficiency profile name is an error here, not a skip reason of every row.
+    An unknown efficiency profile name is an error here, not a skip reason of every row. ``progress``: a bar
+    of the rows tabulated (:mod:`perfmodel.progress`).
     """
     check_profile(efficiency)
     deployments, skipped = map_rows(df, measured=measured)
@@ -128,15 +130,15 @@ def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = 
         deployments = deployments.rename(columns={"model_key": "model"})
     else:
         deployments = deployments.assign(anomaly=pd.Series(dtype=object), mode=pd.Series(dtype=object))
-    problem = ServingProblem.build(deployments, efficiency=efficiency, cache=StepModelCache(efficiency)) \
-        if len(deployments) else None
+    problem = ServingProblem.build(deployments, efficiency=efficiency, cache=StepModelCache(efficiency),
+                                   progress=progress) if len(deployments) else None
     if problem is None:
         return ServingProblem(deployments, skipped), skipped
     return problem, pd.concat([skipped, problem.skipped], ignore_index=True)
 
 
 def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibrated",
-                     include_anomalous: bool = False) -> ValidationRun:
+                     include_anomalous: bool = False, progress: bool | None = False) -> ValidationRun:
     """Predict measured serving rows and summarise the errors.
 
     Parameters
@@ -150,8 +152,11 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
         or a mapping backend -> :class:`~perfmodel.engine.calibration.EngineCalibration`.
     include_anomalous : bool
         Count rows flagged anomalous in the error figures.
+    progress : bool | None
+        A bar of the rows tabulated (:mod:`perfmodel.progress`: True always, None only when stderr is a
+        terminal, False never).
     """
-    problem, skipped = serving_problem(df, efficiency)
+    problem, skipped = serving_problem(df, efficiency, progress=progress)
     calibrations, engines_used = _engine_calibrations(engines)
     predictions = add_errors(problem.predictions(calibrations)) if len(problem.rows) else \
         problem.rows.assign(tpot_pct_error=pd.Series(dtype=float), ttft_pct_error=pd.Series(dtype=float))
@@ -280,7 +285,7 @@ def step_shape(row: pd.Series) -> tuple[np.ndarray | None, str]:
     return np.array([values["batch_size"], context, values["prefill_tokens"], values["latency_ms"]]), ""
 
 
-def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
+def validate_steps(df: pd.DataFrame, efficiency="calibrated", progress: bool | None = False) -> ValidationRun:
     """Predict measured whole forward steps with :meth:`perfmodel.core.step.StepModel.step_time`.
 
     Each row is one step on one accelerator (TP 1) with no serving engine around it (the prediction
@@ -294,6 +299,8 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
         Rows with :data:`STEP_COLUMNS` (``prefill_tokens`` optional).
     efficiency : str or Efficiency
         Per-op efficiency profile of the step model.
+    progress : bool | None
+        A bar of the rows predicted (:mod:`perfmodel.progress`).
 
     Returns
     -------
@@ -302,29 +309,12 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
         rows that cannot be predicted are skipped with the reason (unknown system or model, a field
         that is not a valid number, a step with no work).
     """
-    from ..core.step import StepModel
-
     check_profile(efficiency)
     rows, skipped, models = [], [], {}
-    for i, r in df.iterrows():
-        hw = hardware_id(str(r["system"]))
-        if hw is None:
-            skipped.append({"row": i, "id": r["model"], "reason": f"unknown system {r['system']}"})
-            continue
-        shape, why = step_shape(r)
-        if shape is None:
-            skipped.append({"row": i, "id": r["model"], "reason": why})
-            continue
-        key = (str(r["model"]), hw, str(r["weights"]), str(r["kv_cache_dtype"]))
-        try:
-            if key not in models:
-                models[key] = StepModel(resolve_model(key[0]), hw, weights=key[2], kv_cache=key[3],
-                                        efficiency=efficiency)
-        except PerfmodelError as exc:
-            skipped.append({"row": i, "id": r["model"], "reason": str(exc).splitlines()[0]})
-            continue
-        t = float(models[key].step_time(*shape[:3])) * 1e3
-        rows.append({**r.to_dict(), "predicted_ms": t, "error_pct": 100.0 * (t / shape[3] - 1.0)})
+    with Bar(len(df), "validate", progress, unit="row") as bar:
+        for i, r in df.iterrows():
+            _predict_step(i, r, efficiency, models, rows, skipped)
+            bar.update()
     preds = pd.DataFrame(rows, columns=[*df.columns, "predicted_ms", "error_pct"])
     skipped = pd.DataFrame(skipped, columns=["row", "id", "reason"])
 
@@ -338,6 +328,30 @@ def validate_steps(df: pd.DataFrame, efficiency="calibrated") -> ValidationRun:
                "by": {col: {str(k): stats(g["error_pct"].to_numpy(float)) for k, g in preds.groupby(col)}
                       for col in groups if col in preds and preds[col].nunique() > 1} if len(preds) else {}}
     return ValidationRun("step", preds, skipped, summary)
+
+
+def _predict_step(i: Any, r: pd.Series, efficiency: Any, models: dict, rows: list, skipped: list) -> None:
+    """Predict one whole-step row into ``rows``, or say in ``skipped`` why it cannot be."""
+    from ..core.step import StepModel
+
+    hw = hardware_id(str(r["system"]))
+    if hw is None:
+        skipped.append({"row": i, "id": r["model"], "reason": f"unknown system {r['system']}"})
+        return
+    shape, why = step_shape(r)
+    if shape is None:
+        skipped.append({"row": i, "id": r["model"], "reason": why})
+        return
+    key = (str(r["model"]), hw, str(r["weights"]), str(r["kv_cache_dtype"]))
+    try:
+        if key not in models:
+            models[key] = StepModel(resolve_model(key[0]), hw, weights=key[2], kv_cache=key[3],
+                                    efficiency=efficiency)
+    except PerfmodelError as exc:
+        skipped.append({"row": i, "id": r["model"], "reason": str(exc).splitlines()[0]})
+        return
+    t = float(models[key].step_time(*shape[:3])) * 1e3
+    rows.append({**r.to_dict(), "predicted_ms": t, "error_pct": 100.0 * (t / shape[3] - 1.0)})
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -360,8 +374,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated",
-                  deployment: MeasuredDeployment | None = None, include_anomalous: bool = False
-                  ) -> ValidationRun:
+                  deployment: MeasuredDeployment | None = None, include_anomalous: bool = False,
+                  progress: bool | None = False) -> ValidationRun:
     """Validate any supported measurement file (see module docstring).
 
     Parameters
@@ -370,6 +384,9 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
         CSV table, or a benchmark result JSON (needs ``deployment``).
     efficiency, engines, include_anomalous
         See :func:`validate_serving`.
+    progress : bool | None
+        A bar of the rows predicted: serving rows and whole-step rows (per-op and published tables are
+        one vectorised pass each and draw none).
     deployment : MeasuredDeployment, optional
         Hardware / engine / layout of a benchmark result JSON.
     """
@@ -381,13 +398,14 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
                 raise PerfmodelError(f"{p}: expected a benchmark result JSON object, got {type(data).__name__}")
             raise PerfmodelError(f"{p}: a benchmark result JSON ({'keys: ' + ', '.join(list(data)[:5])}) "
                                  f"needs the deployment it ran on: --system, --backend, --tp ...")
-        return validate_serving(import_results([p], deployment), efficiency, engines, include_anomalous)
+        return validate_serving(import_results([p], deployment), efficiency, engines, include_anomalous,
+                                progress)
     df = read_table(p)
     kind = detect_kind(df.columns)
     if kind == "serving":
-        return validate_serving(df, efficiency, engines, include_anomalous)
+        return validate_serving(df, efficiency, engines, include_anomalous, progress)
     if kind == "step":
-        return validate_steps(df, efficiency)
+        return validate_steps(df, efficiency, progress)
     if kind == "published":
         preds, skipped = validate_published(df, efficiency)
         return ValidationRun(kind, preds, skipped, published_summary(preds, skipped, len(df)))
