@@ -163,15 +163,23 @@ class MemoryBudget:
 
 def static_batch_budget(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, batch, isl,
                         context, reserve: float = DEFAULT_RESERVE, kv_on_device: float = 1.0,
-                        step_tokens: float = WORKSPACE_TOKENS) -> MemoryBudget:
+                        step_tokens: float = WORKSPACE_TOKENS, extra_weights: float = 0.0,
+                        extra_kv_per_token: float = 0.0) -> MemoryBudget:
     """Device memory of a static batch of ``batch`` sequences of ``isl`` prompt tokens holding
     ``context`` tokens each; the prefill workspace covers min(batch·isl, ``step_tokens``) tokens and
-    ``kv_on_device`` is the share of the KV cache kept on the device (the rest in host memory)."""
+    ``kv_on_device`` is the share of the KV cache kept on the device (the rest in host memory).
+
+    ``extra_weights`` [B] and ``extra_kv_per_token`` [B per token of context] are added per device
+    (a speculative-decoding draft: :func:`perfmodel.engine.speculative_draft.draft_memory`); they
+    count in ``weights``, ``kv_cache`` and ``max_batch``."""
     b = np.asarray(batch, dtype=float)
-    kv = kv_on_device * (b / par.dp_attention) * kv_bytes_per_token_device(model, par, prec, context)
+    per_tok = kv_bytes_per_token_device(model, par, prec, context) + extra_kv_per_token * np.asarray(context, float)
+    kv = kv_on_device * (b / par.dp_attention) * per_tok
     work = workspace_bytes(model, par, prec, np.minimum(b * np.asarray(isl, dtype=float), step_tokens))
-    mx = max_static_batch(model, par, prec, capacity, isl, context, reserve, kv_on_device, step_tokens)
-    return MemoryBudget(capacity, reserve, weights_per_device(model, par, prec), kv, work, np.floor(mx))
+    mx = max_static_batch(model, par, prec, capacity, isl, context, reserve, kv_on_device, step_tokens,
+                          extra_weights, extra_kv_per_token)
+    return MemoryBudget(capacity, reserve, weights_per_device(model, par, prec) + extra_weights, kv, work,
+                        np.floor(mx))
 
 
 def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, context,
@@ -195,7 +203,8 @@ def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: fl
 
 def max_static_batch(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, isl, context,
                      reserve: float = DEFAULT_RESERVE, kv_on_device: float = 1.0,
-                     step_tokens: float = WORKSPACE_TOKENS) -> np.ndarray:
+                     step_tokens: float = WORKSPACE_TOKENS, extra_weights: float = 0.0,
+                     extra_kv_per_token: float = 0.0) -> np.ndarray:
     r"""Largest static batch B that fits with the same accounting as ``predict``'s ``fits``.
 
     The prefill workspace covers min(B·isl, step_tokens) tokens, so the bound has two regimes:
@@ -204,11 +213,13 @@ def max_static_batch(model: ModelSpec, par: Parallel, prec: Precision, capacity:
         W + B\,(k + a\,s) \le U \;\; (B s \le T), \qquad W + B\,k + a\,T \le U \;\; (B s > T)
 
     with U the usable memory, W the weights, k the device KV bytes of one sequence at ``context``,
-    a the workspace bytes per token, s = isl and T = ``step_tokens``.
+    a the workspace bytes per token, s = isl and T = ``step_tokens``. A draft's weights
+    (``extra_weights``) count in W and its KV bytes per token of context (``extra_kv_per_token``) in k.
     """
     isl = np.asarray(isl, dtype=float)
-    usable = capacity * (1.0 - reserve) - weights_per_device(model, par, prec)
-    per_seq = kv_on_device * kv_bytes_per_token_device(model, par, prec, context) / par.dp_attention
+    usable = capacity * (1.0 - reserve) - weights_per_device(model, par, prec) - extra_weights
+    per_seq = kv_on_device * (kv_bytes_per_token_device(model, par, prec, context)
+                              + extra_kv_per_token * np.asarray(context, dtype=float)) / par.dp_attention
     per_tok = float(workspace_bytes(model, par, prec, 1.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         small = np.minimum(np.floor(usable / (per_seq + per_tok * isl)), np.floor(step_tokens / isl))

@@ -127,6 +127,7 @@ class Prediction:
             r["efficiency_fallback"] = self.config["efficiency_fallback"]
             r["basis"] = self.config["basis"]
             r["engine"] = self.config.get("engine")
+            r["spec_decode"] = self.config.get("spec_decode", "off")
         return recs
 
     def breakdown(self) -> pd.DataFrame:
@@ -255,12 +256,23 @@ def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndar
     return (*cat, outs[0][4])
 
 
+def _draft_memory(sm: StepModel, spec, weights: str | None = None) -> tuple[float, float]:
+    """Weights [B] and KV bytes per token [B] a speculative draft adds per device (0, 0 without one)."""
+    if spec is None:
+        return 0.0, 0.0
+    from ..engine.speculative_draft import draft_memory, draft_step_model
+
+    mem = draft_memory(spec, draft_step_model(sm, spec, weights=weights))
+    return mem.weights, mem.kv_per_token
+
+
 def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
             moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str = "bf16",
             activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
             reserve: float = 0.10, expert_imbalance: float = 1.0, kv_host_fraction: float = 0.0,
             kv_host_overlap: float = 0.0, step_model: StepModel | None = None, engine=None,
-            prefix_hit_rate: float = 0.0, beyond_context: bool = False) -> Prediction:
+            prefix_hit_rate: float = 0.0, beyond_context: bool = False, spec_decode=None,
+            draft_weights: str | None = None) -> Prediction:
     """Predict TTFT, TPOT, E2E and throughputs of a static batch on one replica.
 
     Parameters
@@ -297,6 +309,14 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     beyond_context : bool
         Allow isl + osl beyond the model's declared context (published benchmarks sometimes run
         there); by default that is an error.
+    spec_decode : str | SpecDecode | mapping, optional
+        Speculative decoding (``"mtp:k=3"``, :mod:`perfmodel.engine.speculative`). With ``engine`` it
+        is the engine's; without, the bare kernel model's TPOT becomes :math:`t_{step}/E`
+        (:func:`~perfmodel.engine.speculative.speculative_static_tpot`). Either way the draft's
+        weights and KV cache count in the memory fit.
+    draft_weights : str, optional
+        Weight format of the draft (default: the target's; e.g. ``"bf16"`` for MTP layers kept in
+        bf16). Without ``engine`` only.
 
     Returns
     -------
@@ -321,17 +341,34 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         raise ConfigError(f"prefix_hit_rate: must be a number within [0, 1), got {prefix_hit_rate!r}")
     if prefix_hit_rate and engine is None:
         raise ConfigError("prefix_hit_rate: a prefix cache belongs to a serving engine; pass engine= too")
+    spec = None
+    if spec_decode is not None:
+        from ..engine.speculative import as_spec_decode
+
+        spec = as_spec_decode(spec_decode)
     if engine is not None:
         from ..engine.engine import Engine
         from ..engine.static import static_batch_times
 
-        served = Engine.load(engine)
+        if draft_weights is not None:
+            raise ConfigError("draft_weights: the engine path builds its draft in the target's formats; "
+                              "give draft_weights without engine")
+
+        served = Engine.load(engine, spec_decode=spec)
         ttft, tpot = static_batch_times(served, sm, b, i, o, prefix_hit_rate)
+        spec = served.spec
+    elif spec is not None:
+        from ..engine.speculative import speculative_static_tpot
+        from ..engine.speculative_draft import draft_step_model
+
+        draft_sm = draft_step_model(sm, spec, weights=draft_weights)
+        tpot = speculative_static_tpot(sm, spec, b, i, o, draft_sm)
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
+    draft = _draft_memory(sm, spec, draft_weights)
     mem = static_batch_budget(mdl, par, prec, sm.hardware.memory_capacity, b, i, i + o, sm.reserve,
-                              1.0 - sm.kv_host_fraction)
+                              1.0 - sm.kv_host_fraction, extra_weights=draft[0], extra_kv_per_token=draft[1])
     eff = sm.efficiency
     config = {
         "model": mdl.id, "hardware": sm.hardware.id, "parallel": par.label(),
@@ -341,6 +378,8 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         "reserve_fraction": sm.reserve, "link": sm.link_id, "kv_host_fraction": sm.kv_host_fraction,
         "engine": "none (bare kernel model)" if served is None else served.label,
         "prefix_hit_rate": float(prefix_hit_rate),
+        "spec_decode": "off" if spec is None else f"{spec.label()} ({spec.acceptance_source})",
+        "draft_weights_bytes_per_device": draft[0],
     }
     if served is not None:
         config["basis"] += "+engine-fitted" if served.calibrated else "+engine-preset"

@@ -29,6 +29,7 @@ from .lpu_memory import ffn_pool_memory, ffn_weight_bytes_per_device
 from .placement import DeploymentPlan
 from .power import total_power
 from .result import DeploymentPrediction, PoolResult
+from .speculation import attention_pool_draft, cached_prefill_time, split_spec_step
 from .split import micro_batch_count, split_step
 
 
@@ -80,8 +81,10 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
     b, i, o = broadcast("batch, isl, osl", _positive_array("batch", batch), _positive_array("isl", isl),
                         _positive_array("osl", osl))
     n_pre = plan.prefill_prompts(b)
+    dep = plan.deployment
+    spec, hit = dep.spec, dep.prefix_hit_rate
     pre = predict(None, None, isl=i, osl=o, batch=n_pre, step_model=plan.prefill_sm)
-    prefill_s = pre.ttft_s
+    prefill_s = pre.ttft_s if not hit else cached_prefill_time(plan.prefill_sm, n_pre, i, hit)
     pre_ops = plan.prefill_sm.breakdown(StepShape.make(n_prefill=n_pre, chunk=i)).compute_total
 
     kv_s = np.zeros_like(b)
@@ -97,9 +100,16 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
     if plan.split:
         asm, fsm = plan.attention_sm, plan.ffn_sm
         assert asm is not None and fsm is not None and plan.activation_link is not None
-        step = split_step(asm, fsm, plan.activation_link, b, ctx, plan.attention_pool.count,
-                          plan.ffn_pool.count, n_micro)
-        tpot = _simpson(np.broadcast_to(step.total, ctx.shape))
+        draft, dmem = attention_pool_draft(asm, spec, dep.draft_weights)
+        if spec is None:
+            step = split_step(asm, fsm, plan.activation_link, b, ctx, plan.attention_pool.count,
+                              plan.ffn_pool.count, n_micro)
+            tpot = _simpson(np.broadcast_to(step.total, ctx.shape))
+        else:
+            sstep = split_spec_step(asm, fsm, plan.activation_link, spec, b, ctx, plan.attention_pool.count,
+                                    plan.ffn_pool.count, n_micro, draft)
+            step = sstep.verify
+            tpot = _simpson(np.broadcast_to(sstep.tpot, ctx.shape))
         comm = _simpson(np.broadcast_to(step.exchange_exposed, ctx.shape))
         coll = _simpson(np.broadcast_to(step.collectives, ctx.shape))
         decode_bound = np.broadcast_to(step.bound(), ctx.shape)[1]
@@ -117,7 +127,8 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
         else:
             a_weights = weights_per_device(model, apar, prec) - ffn_weight_bytes_per_device(model, apar, prec)
             a_work = workspace_bytes(model, apar, prec, b)
-        per_seq = kv_bytes_per_token_device(model, apar, prec, i + o)
+        a_weights = a_weights + dmem.weights
+        per_seq = kv_bytes_per_token_device(model, apar, prec, i + o) + dmem.kv_per_token * (i + o)
         a_kv = (b / apar.dp_attention) * per_seq
         a_used, a_fits, a_reason, a_usable = _memory(asm, a_weights, a_kv, a_work)
         max_batch = np.floor(np.maximum(a_usable - a_weights - a_work, 0.0) / per_seq) * apar.dp_attention
@@ -129,7 +140,8 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
     else:
         dsm = plan.decode_sm
         assert dsm is not None
-        dec = pre if dsm is plan.prefill_sm else predict(None, None, isl=i, osl=o, batch=b, step_model=dsm)
+        dec = pre if dsm is plan.prefill_sm and spec is None else predict(
+            None, None, isl=i, osl=o, batch=b, step_model=dsm, spec_decode=spec, draft_weights=dep.draft_weights)
         tpot = dec.tpot_s
         mid = dsm.breakdown(StepShape.make(n_decode=b, context=ctx[1]))
         comm = np.zeros_like(b)
@@ -194,9 +206,30 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
         "precision": prec.label(), "efficiency": "+".join(sorted(effs)), "mode": plan.mode,
         "micro_batches": n_micro if plan.split else 1, "power_w": watts,
         "efficiency_fallback": any(sm.efficiency.fallback for sm in sms),
+        "spec_decode": "off" if spec is None else f"{spec.label()} ({spec.acceptance_source})",
+        "prefix_hit_rate": float(hit),
         "basis": "analytic-datasheet" if all(sm.efficiency.name == "datasheet" for sm in sms)
         else "analytic-calibrated",
     }
     details = {"plan": plan, "prefill": pre, "split_step": step if plan.split else None}
     return DeploymentPrediction(mode=plan.mode, columns=cols, pools=results, config=config,
-                                assumptions=list(plan.assumptions), details=details)
+                                assumptions=[*plan.assumptions, *_feature_notes(plan, spec, hit)],
+                                details=details)
+
+
+def _feature_notes(plan: DeploymentPlan, spec, hit: float) -> list[str]:
+    """What a prediction assumed about speculation and prefix caching (empty when both are off)."""
+    out = []
+    if spec is not None:
+        out.append(f"speculative decoding {spec.label()}, E = {spec.expected_tokens:.3g} tokens per step; "
+                   f"acceptance: {spec.acceptance_source}")
+        if plan.split:
+            out.append("speculation in the attention-FFN split: the draft runs on the attention pool; "
+                       + ("the attention-core correction of the verify step is exact for one micro-batch"
+                          if plan.deployment.options.micro_batches == 1 else
+                          "the attention-core correction of the verify step is applied to the critical "
+                          "path as if serial (an approximation with several micro-batches)"))
+    if hit:
+        out.append(f"prefix cache: {hit:g} of each prompt cached (attended, not computed)"
+                   + ("; the KV transfer still sends the whole prompt's cache" if plan.kv_link is not None else ""))
+    return out

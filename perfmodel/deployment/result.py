@@ -65,7 +65,7 @@ class DeploymentPrediction:
         "comm_s_per_token", "collective_s_per_token", "tokens_per_s_per_mw",
     )
     CONFIG_KEYS = ("model", "hardware", "devices", "parallel", "precision", "efficiency", "mode",
-                   "micro_batches", "power_w")
+                   "micro_batches", "power_w", "spec_decode", "prefix_hit_rate")
 
     def __getattr__(self, name: str) -> Any:
         cols = self.__dict__.get("columns", {})

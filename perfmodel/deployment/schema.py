@@ -26,6 +26,12 @@ Example (Vera Rubin GPUs for prefill and decode attention, Groq 3 LPUs for decod
     links:
       gpu-lpu: {bandwidth: 200 GB/s, alpha: 5 us}   # per direction, per device
 
+Speculative decoding and prefix caching are deployment fields: ``spec_decode`` takes the command-line
+spelling (``mtp:k=3``, ``eagle:k=4,accept=0.7``, ``off``) or a mapping (``{method: mtp, k: 3}``;
+:func:`perfmodel.engine.speculative.as_spec_decode`), ``draft_weights`` the draft's weight format
+(default: the deployment's), and ``prefix_hit_rate`` the share of each prompt found in the prefix
+cache, 0 to < 1 (attended, not computed).
+
 Links are keyed ``"<pool>-<pool>"`` (or carry ``between: [a, b]``) and are either a shipped link id
 (``gpu-lpu: ib-ndr``) or a mapping of ``bandwidth`` (per direction, per device) and ``alpha`` (fixed
 latency of one message), optionally on top of a shipped ``link``. Every pair of pools that exchanges
@@ -241,7 +247,32 @@ class Deployment(_Strict):
     placement: PlacementSpec | None = None
     links: dict[str, LinkSpec] = Field(default_factory=dict)
     options: Options = Field(default_factory=Options)
+    spec_decode: str | dict[str, Any] | None = None
+    draft_weights: str | None = None
+    prefix_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0)
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("spec_decode", mode="before")
+    @classmethod
+    def _spec(cls, v: Any) -> Any:
+        from ..engine.speculative import as_spec_decode
+
+        as_spec_decode(v)  # raises naming the bad part; the spelling or mapping is kept as written
+        return v
+
+    @field_validator("draft_weights")
+    @classmethod
+    def _draft_format(cls, v: str | None) -> str | None:
+        if v is not None:
+            dtype(v, "draft_weights")
+        return v
+
+    @property
+    def spec(self):
+        """The :class:`~perfmodel.engine.speculative.SpecDecode` of ``spec_decode`` (None: off)."""
+        from ..engine.speculative import as_spec_decode
+
+        return as_spec_decode(self.spec_decode)
 
     @field_validator("notes", mode="before")
     @classmethod

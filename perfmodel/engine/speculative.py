@@ -291,3 +291,17 @@ def speculative_tpot(target: StepModel, spec: SpecDecode, n, context, draft: Ste
 def speculative_speedup(target: StepModel, spec: SpecDecode, n, context, draft: StepModel | None = None):
     """TPOT without speculation over TPOT with it, at the same batch and context (> 1: it pays)."""
     return target.step_time(n, context) / speculative_tpot(target, spec, n, context, draft)
+
+
+def speculative_static_tpot(target: StepModel, spec: SpecDecode, n, isl, osl,
+                            draft: StepModel | None = None) -> np.ndarray:
+    """Mean TPOT of a static batch with speculation, the bare kernel model [s/token].
+
+    :math:`t_{step}(n, c)/E` averaged over the contexts :math:`c` = isl + 1 … isl + osl − 1 by
+    Simpson's rule on the three nodes (as the plain static-batch TPOT of :func:`perfmodel.predict`).
+    """
+    i, o = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
+    lo = i + 1.0
+    hi = np.maximum(i + o - 1.0, lo)
+    t = speculative_step(target, spec, n, np.stack([lo, 0.5 * (lo + hi), hi]), draft).tpot
+    return (t[0] + 4.0 * t[1] + t[2]) / 6.0

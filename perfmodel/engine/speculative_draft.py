@@ -215,3 +215,26 @@ def draft_memory(spec: SpecDecode, draft: StepModel | None) -> DraftMemory:
     if spec.method == "eagle":
         weights += model.vocab_size * h / par.tp * 2.0
     return DraftMemory(weights, kv)
+
+
+def kv_capacity_with_draft(target: StepModel, spec: SpecDecode, draft: StepModel | None) -> int:
+    """KV tokens that fit per replica once the draft's weights and KV cache are on the devices.
+
+    With :math:`F` the free bytes per device the target leaves for its KV cache, :math:`k` its KV
+    bytes per token per device, :math:`W_d` and :math:`k_d` the draft's (:func:`draft_memory`) and
+    :math:`D` the attention-DP ranks,
+
+    .. math:: N = \\left\\lfloor \\frac{\\max(F - W_d, 0)}{k + k_d} \\right\\rfloor D,
+        \\qquad F = k\\,N_0 / D
+
+    with :math:`N_0` the target's own :attr:`~perfmodel.core.step.StepModel.kv_capacity_tokens`
+    (so :math:`N = N_0` for ``ngram``, which adds nothing).
+    """
+    mem = draft_memory(spec, draft)
+    n0 = int(target.kv_capacity_tokens)
+    if mem.weights == 0.0 and mem.kv_per_token == 0.0:
+        return n0
+    dp = target.parallel.dp_attention
+    k = float(kv_bytes_per_token_device(target.model, target.parallel, target.precision, 1.0, state=False))
+    free = k * n0 / dp
+    return int(np.floor(max(free - mem.weights, 0.0) / (k + mem.kv_per_token)) * dp)

@@ -109,6 +109,10 @@ class EngineStep:
         self.devices = device_model.devices
         self.kv_bytes_per_token = device_model.kv_bytes_per_token
         self.kv_capacity_tokens = device_model.kv_capacity_tokens
+        if self.draft_model is not None:  # the draft's weights and KV cache take KV room
+            from .speculative_draft import kv_capacity_with_draft
+
+            self.kv_capacity_tokens = kv_capacity_with_draft(device_model, spec, self.draft_model)
         model = getattr(device_model, "model", None)
         self.layers = float(getattr(model, "num_layers", 0) or 0)
 

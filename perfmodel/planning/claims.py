@@ -19,9 +19,18 @@ figures the source does not give, each with a nominal value and a range (or a li
    discrete unknowns are scanned and the values meeting the claim listed;
 4. reports the sensitivity: R at each scanned value of each unknown, others at nominal.
 
-``speedup`` (default 1) multiplies a system's tokens per decode step, for speculative decoding (MTP,
-EAGLE) the source uses or may use: per-user speed, throughput and per-device / per-MW rates scale by
-it; its cost (verification) is ignored, so it is an optimistic stand-in to be solved for, not a model.
+Speculative decoding is a deployment field (``spec_decode: {method: mtp, k: 3}``, acceptance from
+``perfmodel/data/speculative/`` unless ``accept`` is given): the step model verifies k + 1 tokens per
+sequence and drafts k, so its gain shrinks with the batch. Unknowns may move it
+(``candidate.spec_decode.accept``, ``...k``, ``...method`` with ``off``); an unknown whose ``path`` is a
+list sets every path (the same speculation on both systems), and a ``nominal`` of null leaves the
+claim's own value (e.g. the sourced acceptance) in place at nominal.
+
+``speedup`` (default 1), the older stand-in, multiplies a system's tokens per decode step with no
+verification cost; the shipped claims use ``spec_decode`` instead.
+
+No value of a check is NaN or infinite: a ratio that cannot be formed (a system that cannot reach
+the per-user floor at some value) is None with the reason beside it (``ratio_note``).
 """
 
 from __future__ import annotations
@@ -58,7 +67,7 @@ class Unknown(_Strict):
     """
 
     name: str
-    path: str
+    path: str | list[str]
     nominal: Any
     low: Any = None
     high: Any = None
@@ -73,9 +82,16 @@ class Unknown(_Strict):
             raise ValueError(f"unknown {self.name!r}: give low and high, or values")
         return self
 
+    @property
+    def paths(self) -> list[str]:
+        """Every path the unknown sets."""
+        return [self.path] if isinstance(self.path, str) else list(self.path)
+
     def si(self, v: Any) -> Any:
-        """A value as set in the deployment: SI float for quantities, as is for discrete labels."""
-        if self.values is not None and isinstance(v, str) and self.dimension == "dimensionless":
+        """A value as set in the deployment: SI float for quantities, as is for discrete labels and
+        discrete numbers (a draft length stays an integer)."""
+        if self.values is not None and self.dimension == "dimensionless" and not isinstance(v, bool) \
+                and isinstance(v, (str, int)):
             return v
         return to_si(v, self.dimension, self.name)
 
@@ -198,7 +214,8 @@ def system_curve(system: dict[str, Any], model: str, metric: str, op: OperatingP
     return {"batch": b, "user": np.broadcast_to(np.asarray(p.per_user_tokens_per_s, float) * s, b.shape),
             "value": np.broadcast_to(np.asarray(getattr(p, metric), float) * s, b.shape),
             "fits": np.broadcast_to(np.asarray(p.fits, bool), b.shape), "devices": p.devices,
-            "power_w": p.config.get("power_w"), "speedup": s, "assumptions": list(p.assumptions)}
+            "power_w": p.config.get("power_w"), "speedup": s, "assumptions": list(p.assumptions),
+            "spec_decode": p.config.get("spec_decode", "off")}
 
 
 def best_at(curve: dict[str, Any], floor: float) -> dict[str, Any]:
@@ -210,6 +227,7 @@ def best_at(curve: dict[str, Any], floor: float) -> dict[str, Any]:
     ok = curve["fits"] & (user >= floor) & np.isfinite(value)
     out = {"reachable": bool(ok.any()), "max_per_user_tokens_per_s": float(user[0]),
            "devices": curve["devices"], "power_w": curve["power_w"], "speedup": curve["speedup"],
+           "spec_decode": curve.get("spec_decode", "off"),
            "assumptions": curve["assumptions"], "value": 0.0, "batch": None, "per_user_tokens_per_s": None}
     if ok.any():
         k = int(np.flatnonzero(ok)[np.argmax(value[ok])])
@@ -237,16 +255,18 @@ class ClaimCheck:
     claim: Claim
     baseline: dict[str, Any] | None
     candidate: dict[str, Any]
-    ratio: float
+    ratio: float | None
     needed: list[dict[str, Any]]
     sensitivity: pd.DataFrame = field(repr=False)
     verdict: str = ""
     interactivity: pd.DataFrame | None = field(default=None, repr=False)
+    ratio_note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         c = self.claim
         return {"id": c.id, "title": c.title, "source": c.source, "metric": c.metric,
                 "claim_type": c.claim_type, "claimed": c.claimed, "predicted_ratio": self.ratio,
+                "ratio_note": self.ratio_note,
                 "operating_point": c.operating_point.model_dump(exclude_none=True),
                 "baseline": self.baseline, "candidate": self.candidate, "stated": c.stated,
                 "assumed": c.assumed, "assumptions_needed": self.needed,
@@ -267,7 +287,11 @@ class _Evaluator:
         tree = {"baseline": copy.deepcopy(c.baseline), "candidate": copy.deepcopy(c.candidate),
                 "operating_point": c.operating_point.model_dump()}
         for u in c.unknowns:
-            _set(tree, u.path.split("."), u.si(overrides.get(u.name, u.nominal)))
+            value = overrides.get(u.name, u.nominal)
+            if value is None:  # nominal null: the claim's own value stays
+                continue
+            for path in u.paths:
+                _set(tree, path.split("."), u.si(value))
         return tree["baseline"], tree["candidate"], OperatingPoint(**tree["operating_point"])
 
     def curve(self, sysmap: dict, op: OperatingPoint) -> dict[str, Any]:
@@ -291,8 +315,8 @@ class _Evaluator:
             r = cand["value"] / bv if bv > 0 else (np.inf if cand["value"] > 0 else np.nan)
             rows.append({"per_user_floor_tokens_per_s": v, "candidate": cand["value"],
                          "candidate_batch": cand["batch"], "baseline": base["value"] if base else None,
-                         "baseline_batch": base["batch"] if base else None, "ratio": float(r)})
-        return pd.DataFrame(rows)
+                         "baseline_batch": base["batch"] if base else None, **_public_ratio(r, base, cand, v)})
+        return _frame(rows)
 
     def ratio(self, overrides: dict[str, Any]) -> tuple[float, dict | None, dict]:
         base_map, cand_map, op = self.systems(overrides)
@@ -332,14 +356,19 @@ def _scan(u: Unknown, points: int) -> list[Any]:
 def _solve(ev: _Evaluator, u: Unknown, xs: list[Any], rs: list[float], goal: float) -> dict[str, Any]:
     unit = {"time": "s", "power": "W", "bandwidth": "B/s", "flops": "FLOP/s", "bytes": "B"}.get(u.dimension, "")
     finite = [r for r in rs if np.isfinite(r)]
-    span = [min(finite), max(finite)] if finite else [float("nan"), float("nan")]
+    span = [min(finite), max(finite)] if finite else [None, None]
+    spans = f"{span[0]:.3g}-{span[1]:.3g}" if finite else "not formed at any scanned value"
     out = {"unknown": u.name, "path": u.path, "nominal": u.nominal, "unit": unit, "note": u.note,
            "ratio_range": span, "value_needed": None}
     if u.values is not None:
         meets = [x for x, r in zip(xs, rs, strict=True) if r >= goal]
+        unbounded = [x for x, r in zip(xs, rs, strict=True) if r == np.inf]
         out["values_meeting_claim"] = meets
         out["finding"] = (f"claim met with {u.name} in {meets}" if meets
-                          else f"no listed value of {u.name} reaches the claim (ratio {span[0]:.3g}-{span[1]:.3g})")
+                          else f"no listed value of {u.name} reaches the claim (ratio {spans})")
+        if unbounded:
+            out["finding"] += (f"; with {u.name} in {unbounded} only the baseline cannot reach the per-user floor, "
+                               f"so the ratio has no upper bound")
         return out
     from scipy.optimize import brentq  # imported on use: keeps the import of perfmodel.planning light
 
@@ -354,8 +383,7 @@ def _solve(ev: _Evaluator, u: Unknown, xs: list[Any], rs: list[float], goal: flo
             out["value_needed"] = float(x)
             out["finding"] = f"{u.name} = {x:.4g} {unit} gives the claimed ratio (others nominal)"
             return out
-    out["finding"] = (f"{u.name} alone cannot reach the claim within [{u.low}, {u.high}]: ratio spans "
-                      f"{span[0]:.3g}-{span[1]:.3g}")
+    out["finding"] = f"{u.name} alone cannot reach the claim within [{u.low}, {u.high}]: ratio spans {spans}"
     return out
 
 
@@ -388,16 +416,45 @@ def check_claim(claim: str | Path | dict | Claim, points: int = 9) -> ClaimCheck
     ratio, base, cand = ev.ratio({})
     goal = c.claimed if c.claim_type == "ratio" else 1.0
     rows, needed = [], []
+    floor = c.operating_point.per_user_tokens_per_s or 0.0
     for u in c.unknowns:
         xs = _scan(u, points)
-        rs = [ev.ratio({u.name: x})[0] for x in xs]
-        rows += [{"unknown": u.name, "value": x, "ratio": r} for x, r in zip(xs, rs, strict=True)]
+        results = [ev.ratio({u.name: x}) for x in xs]
+        rs = [r for r, _, _ in results]
+        rows += [{"unknown": u.name, "value": x, **_public_ratio(r, b, s, floor)}
+                 for x, (r, b, s) in zip(xs, results, strict=True)]
         needed.append(_solve(ev, u, xs, rs, goal))
     curve = None
     if c.operating_point.per_user_tokens_per_s is not None:
         v = c.operating_point.per_user_tokens_per_s
         curve = ev.interactivity(sorted({*(float(x) for x in np.geomspace(v / 16, v * 2, 9).round()), v}))
-    return ClaimCheck(c, base, cand, ratio, needed, pd.DataFrame(rows), _verdict(c, ratio, base, cand), curve)
+    public = _public_ratio(ratio, base, cand, floor)
+    return ClaimCheck(c, base, cand, public["ratio"], needed, _frame(rows), _verdict(c, ratio, base, cand), curve,
+                      public["ratio_note"])
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows as a frame that keeps None (a missing value) as None, not NaN."""
+    return pd.DataFrame(rows, dtype=object) if rows else pd.DataFrame(rows)
+
+
+def _public_ratio(r: float, base: dict | None, cand: dict, floor: float) -> dict[str, Any]:
+    """``{"ratio": r, "ratio_note": ""}``, or None and the reason where r is not a finite number."""
+    if np.isfinite(r):
+        low = cand.get("at_reachable_floor")
+        return {"ratio": float(r), "ratio_note": "" if low is None else
+                f"unreachable for both at {floor:g} tok/s per user: ratio taken at the highest speed both reach, "
+                f"{low['per_user_floor_tokens_per_s']:.4g} tok/s per user"}
+    best = f"best {cand['max_per_user_tokens_per_s']:.4g}"
+    if base is None:
+        why = f"the claimed value is not positive ({best} tok/s per user)"
+    elif cand["value"] > 0:
+        why = (f"unreachable for the baseline: best is {base['max_per_user_tokens_per_s']:.4g} tok/s per user "
+               f"(floor {floor:g}); the candidate reaches it, so the ratio has no upper bound")
+    else:
+        why = (f"unreachable for both at {floor:g} tok/s per user: best is {base['max_per_user_tokens_per_s']:.4g} "
+               f"(baseline) and {cand['max_per_user_tokens_per_s']:.4g} (candidate)")
+    return {"ratio": None, "ratio_note": why}
 
 
 def _verdict(c: Claim, ratio: float, base: dict | None, cand: dict) -> str:
@@ -407,13 +464,17 @@ def _verdict(c: Claim, ratio: float, base: dict | None, cand: dict) -> str:
     if c.claim_type == "value":
         return (f"perfmodel predicts {cand['value']:.4g} {c.metric} {where}: {ratio:.3g}x the claimed "
                 f"{c.claimed:g} at the nominal assumptions")
-    parts = [f"perfmodel predicts a ratio of {ratio:.3g} (claimed {c.claimed:g}) {where}"]
+    parts = [f"perfmodel predicts a ratio of {ratio:.3g} (claimed {c.claimed:g}) {where}" if np.isfinite(ratio)
+             else f"perfmodel cannot form the ratio {where} (claimed {c.claimed:g})"]
     for name, s in (("baseline", base), ("candidate", cand)):
         if s is not None and not s["reachable"]:
-            parts.append(f"the {name} cannot reach the operating point (best per-user speed "
-                         f"{s['max_per_user_tokens_per_s']:.4g} tok/s at batch 1; it would need "
+            spec = s.get("spec_decode") or "off"
+            more = "than its speculative decoding gives" if spec != "off" else "e.g. from speculative decoding"
+            parts.append(f"the {name} cannot reach the operating point (unreachable: best is "
+                         f"{s['max_per_user_tokens_per_s']:.4g} tok/s per user, at batch 1, speculative decoding "
+                         f"{spec.split(' (')[0]}; it would need "
                          f"{op.per_user_tokens_per_s / s['max_per_user_tokens_per_s']:.3g}x more tokens per "
-                         f"step, e.g. from speculative decoding)")
+                         f"step, {more})")
     if base is not None and "at_reachable_floor" in cand:
         floor = cand["at_reachable_floor"]["per_user_floor_tokens_per_s"]
         parts[0] = (f"the claimed operating point is unreachable for both systems {where}: perfmodel's "
