@@ -21,7 +21,7 @@ import pandas as pd
 METRICS = {"tpot": ("predicted_tpot_s", "measured_tpot_s"), "ttft": ("predicted_ttft_s", "measured_ttft_s")}
 
 #: Grouping columns reported under ``by``.
-GROUPS = ("system", "model", "mode", "backend")
+GROUPS = ("system", "model", "mode", "backend", "spec_decode", "prefix_caching")
 
 
 def pct_error(predicted, measured) -> np.ndarray:

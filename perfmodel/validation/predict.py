@@ -9,7 +9,9 @@ call covers every row of an engine — which is what makes fitting and cross-val
 
 Disaggregated rows (both pools' worker counts recorded) go through
 :func:`perfmodel.serving.steady_state_disagg` (:mod:`perfmodel.validation.predict_disagg`), one call
-per configuration.
+per configuration. Aggregated rows that recorded speculative decoding or a prefix-cache hit rate are
+predicted on their step model directly (:mod:`perfmodel.validation.predict_direct`); disaggregated
+ones with those features are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..engine.engine import Engine
 from ..errors import PerfmodelError
 from ..progress import Bar
 from ..serving import EngineProfile, steady_state
+from .predict_direct import DirectBatch, direct_batches
 from .predict_disagg import NO_KV_REASON, DisaggBatch, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
@@ -41,6 +44,13 @@ def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.
     isl, osl = rows["isl"].to_numpy(float), np.maximum(rows["osl"].to_numpy(float), 2.0)
     per_seq = isl + osl if eng.kv_admission == "reserve_full" else isl + osl / 2.0
     return rows["concurrency"].to_numpy(float) > capacity * eng.kv_capacity_fraction / per_seq
+
+
+def _featured(rows: pd.DataFrame) -> pd.Series:
+    """Rows that recorded speculative decoding or a prefix-cache hit rate (predicted without tables)."""
+    if "spec_decode" not in rows:
+        return pd.Series(False, index=rows.index)
+    return (rows["spec_decode"] != "off") | (rows["prefix_hit_rate"] > 0)
 
 
 @dataclass
@@ -68,6 +78,7 @@ class ServingProblem:
     batches: dict[str, list[_Batch]] = field(default_factory=dict)
     efficiency: object = "calibrated"
     disagg: dict[str, list[DisaggBatch]] = field(default_factory=dict)
+    direct: dict[str, list[DirectBatch]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, deployments: pd.DataFrame, efficiency="calibrated", cache: StepModelCache | None = None,
@@ -92,8 +103,15 @@ class ServingProblem:
         unknown = ~deployments["backend"].isin(list(engines))
         for _, r in deployments[unknown].iterrows():
             skipped.append({"row": r["row"], "id": r["id"], "reason": f"unknown backend: {r['backend']}"})
-        agg = deployments[(mode == "agg") & ~unknown]
-        disagg_parts, disagg_skipped = tabulate_disagg(deployments[(mode == "disagg") & ~unknown], cache, engines)
+        featured = _featured(deployments)
+        for _, r in deployments[featured & (mode == "disagg") & ~unknown].iterrows():
+            skipped.append({"row": r["row"], "id": r["id"], "reason": "feature: speculative decoding or prefix "
+                            "caching on a disaggregated row is not modelled in validation yet"})
+        direct, direct_skipped = direct_batches(deployments[featured & (mode == "agg") & ~unknown], cache)
+        skipped += direct_skipped
+        agg = deployments[(mode == "agg") & ~unknown & ~featured]
+        disagg_parts, disagg_skipped = tabulate_disagg(deployments[(mode == "disagg") & ~unknown & ~featured],
+                                                       cache, engines)
         skipped += disagg_skipped
         parts: dict[str, list] = {}
         keep = []
@@ -102,6 +120,7 @@ class ServingProblem:
                 cls._tabulate(key, rows, cache, engines, skipped, parts, keep)
                 bar.update(len(rows))
         keep += [index for index, _ in disagg_parts.values()]
+        keep += [d["index"] for d in direct]
         kept = deployments.loc[np.concatenate(keep)] if keep else agg.iloc[:0]
         problem = cls(kept.copy(), pd.DataFrame(skipped, columns=["row", "id", "reason"]),
                       efficiency=efficiency)
@@ -110,6 +129,9 @@ class ServingProblem:
             problem.batches[backend] = problem._batches(groups, position)
         for backend, (index, inputs) in disagg_parts.items():
             problem.disagg[backend] = [DisaggBatch(position.loc[index].to_numpy(), **inputs)]
+        for d in direct:
+            problem.direct.setdefault(d.pop("backend"), []).append(
+                DirectBatch(position.loc[d.pop("index")].to_numpy(), **d))
         return problem
 
     @staticmethod
@@ -161,7 +183,7 @@ class ServingProblem:
         keep = np.asarray(keep, dtype=bool)
         new_position = np.cumsum(keep) - 1
         out = ServingProblem(self.rows[keep].copy(), self.skipped, efficiency=self.efficiency)
-        for source, target in ((self.batches, out.batches), (self.disagg, out.disagg)):
+        for source, target in ((self.batches, out.batches), (self.disagg, out.disagg), (self.direct, out.direct)):
             for backend, batches in source.items():
                 kept = [b2 for b in batches if (b2 := b.subset(keep, new_position)) is not None]
                 if kept:
@@ -199,6 +221,10 @@ class ServingProblem:
             if backends is None or backend in backends:
                 for b in batches:
                     yield b.positions, b.solve(engines[backend], DISAGG_ITERATIONS)
+        for backend, direct in self.direct.items():
+            if backends is None or backend in backends:
+                for d in direct:
+                    yield d.positions, d.solve(engines[backend], STEADY_STATE_ITERATIONS)
         for backend, batches in self.batches.items():
             if backends is not None and backend not in backends:
                 continue

@@ -28,6 +28,8 @@ Mapping rules (documented in ``docs/validation.md``):
 - ``disagg``: mapped only when the pools' worker counts and batch sizes are recorded; the decode
   replica runs ``decode_batch_size × decode_attention_dp`` requests, the prefill pool sees the same
   request rate spread over ``prefill_num_workers`` replicas.
+- Optional ``spec_decode``, ``prefix_hit_rate`` and ``prefix_caching`` columns: speculative decoding
+  and prefix caching (:mod:`perfmodel.validation.features`); absent or empty means off.
 - A measurement listed twice (same model, system, engine, lengths, TTFT and TPOT under two ids) is
   kept once (:func:`drop_duplicates`).
 """
@@ -44,6 +46,7 @@ from ..core.parallel import Parallel, attention_layout
 from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
+from .features import row_features
 from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
 
@@ -215,8 +218,12 @@ def _map_one(row: dict, policy: KVPolicy) -> dict:
     except ValueError as exc:
         raise Skip(str(exc)) from None
     total = silicon_concurrency(row.get("silicon_data_source", ""))
+    try:
+        features = row_features(row)
+    except ValueError as exc:
+        raise Skip(f"feature: {exc}") from None
     out = {"hardware": hardware, "model_key": model.id, "weights": weights, "activations": act,
-           "kv_cache": kv, "total_concurrency": total}
+           "kv_cache": kv, "total_concurrency": total, **features}
     mode = _text(row.get("mode")) or "agg"
     if mode == "agg":
         tp, pp, dp, ep, mtp = _pool(row, "")
@@ -269,7 +276,8 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
     deployments : pandas.DataFrame
         Input columns kept (``row`` = input position) plus ``hardware``, ``model_key``, formats,
         layout (``tp pp dp ep moe_tp``; disagg prefill pool ``p_*``, worker counts), ``concurrency``
-        per replica, ``total_concurrency``, ``measured_ttft_s`` and ``measured_tpot_s``.
+        per replica, ``total_concurrency``, ``measured_ttft_s``, ``measured_tpot_s`` and the serving
+        features of :func:`~perfmodel.validation.features.row_features` (off where not recorded).
     skipped : pandas.DataFrame
         ``row``, ``id``, ``reason`` for every row that cannot be predicted.
     """
