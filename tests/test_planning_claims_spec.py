@@ -81,3 +81,17 @@ def test_list_path_sets_both_systems_and_null_nominal_keeps_the_claim():
     one = sens[(sens.unknown == "baseline_mtp") & (sens.value == "mtp:k=1")].iloc[0]["ratio"]
     two = sens[(sens.unknown == "both_mtp") & (sens.value == "mtp:k=1")].iloc[0]["ratio"]
     assert one != pytest.approx(two)        # the list path moved the candidate too
+
+
+@pytest.mark.parametrize("cid", list_claims())
+def test_every_value_needed_reproduces_the_claim(cid):
+    from perfmodel.planning.claims import _Evaluator
+
+    r = check_claim(cid, points=3)
+    ev = _Evaluator(r.claim)
+    goal = r.claim.claimed if r.claim.claim_type == "ratio" else 1.0
+    for n in r.needed:
+        if n["value_needed"] is not None:
+            assert ev.ratio({n["unknown"]: n["value_needed"]})[0] == pytest.approx(goal, rel=0.01), n["unknown"]
+        elif "jumps across" in n["finding"]:
+            assert "value_needed" in n and n["value_needed"] is None

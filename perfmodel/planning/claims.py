@@ -353,6 +353,11 @@ def _scan(u: Unknown, points: int) -> list[Any]:
     return [float(x) for x in grid]
 
 
+#: A root of R(x) = claimed is accepted when R there is within this relative distance of the claim;
+#: otherwise the sign change was a jump (a system starting or stopping to reach the per-user floor).
+SOLVE_RTOL = 0.01
+
+
 def _solve(ev: _Evaluator, u: Unknown, xs: list[Any], rs: list[float], goal: float) -> dict[str, Any]:
     unit = {"time": "s", "power": "W", "bandwidth": "B/s", "flops": "FLOP/s", "bytes": "B"}.get(u.dimension, "")
     finite = [r for r in rs if np.isfinite(r)]
@@ -376,14 +381,21 @@ def _solve(ev: _Evaluator, u: Unknown, xs: list[Any], rs: list[float], goal: flo
         return float(min(r, 1e12) - goal)
 
     gs = [g(r) for r in rs]
+    jump = None
     for k in range(len(xs) - 1):
         if np.isfinite(gs[k]) and np.isfinite(gs[k + 1]) and gs[k] * gs[k + 1] <= 0:
             x = xs[k] if gs[k] == 0 else brentq(lambda v: g(ev.ratio({u.name: v})[0]), xs[k], xs[k + 1],
                                                 xtol=1e-12, rtol=1e-4, maxiter=60)
+            if abs(ev.ratio({u.name: x})[0] / goal - 1.0) > SOLVE_RTOL:
+                jump = jump if jump is not None else float(x)   # a step across the claim, not a root
+                continue
             out["value_needed"] = float(x)
-            out["finding"] = f"{u.name} = {x:.4g} {unit} gives the claimed ratio (others nominal)"
+            out["finding"] = f"{u.name} = {x:.4g}{unit and ' ' + unit} gives the claimed ratio (others nominal)"
             return out
     out["finding"] = f"{u.name} alone cannot reach the claim within [{u.low}, {u.high}]: ratio spans {spans}"
+    if jump is not None:
+        out["finding"] += (f"; it jumps across the claimed value at {u.name} = {jump:.4g}{unit and ' ' + unit}, where a system "
+                           f"starts or stops reaching the per-user floor")
     return out
 
 
