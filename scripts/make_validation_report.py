@@ -537,6 +537,12 @@ METHOD = """\
   `perfmodel.serving.steady_state_disagg` (prefill pool, KV transfer, decode pool; `predict_disagg.py`)
   under the same engine parameters; the other 683 are skipped. Attention-DP ranks schedule their own
   batches (`schedulers` = the attention-DP degree of each pool).
+- **Speculative decoding and prefix caching** (`features.py`, `predict_direct.py`): optional columns
+  `spec_decode` (the `--spec-decode` spelling, or off), `prefix_hit_rate` (0 to < 1) and `prefix_caching`
+  (on/off). Aggregated rows with either are predicted by `steady_state` on their step model under the
+  engine with that speculation and hit rate (not tabulated); disaggregated ones are skipped with the reason,
+  as is a bare `Y` that names no method. The summary reports error by `spec_decode` (method or `off`) and
+  `prefix_caching`. The public rows record neither, so every scored row is in the `off` groups.
 """
 
 

@@ -58,6 +58,7 @@ def test_draft_weights_take_memory_and_batch_room():
     extra = spec.memory_used_bytes_per_device - plain.memory_used_bytes_per_device
     per_seq = np.asarray(BATCH) / 1 * mem.kv_per_token * (2048 + 256)
     np.testing.assert_allclose(extra, mem.weights + per_seq, rtol=1e-9)
+    np.testing.assert_allclose(spec.weights_bytes_per_device - plain.weights_bytes_per_device, mem.weights)
     assert np.all(spec.max_batch_at_context < plain.max_batch_at_context)
     split_plain = pm.predict_deployment(_split(), isl=8192, osl=1024, batch=1)
     split_spec = pm.predict_deployment(_split(spec_decode="eagle:k=3"), isl=8192, osl=1024, batch=1)

@@ -127,6 +127,10 @@ def run(args) -> int:
               f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
+        if first.get("spec_decode") not in (None, "off") and "speculative" not in str(first.get("engine")):
+            print(f"speculative decoding: {first['spec_decode']}")
+        if first.get("prefix_hit_rate"):
+            print(f"prefix cache hit rate: {first['prefix_hit_rate']:g} of each prompt")
         print(format_table(rows, cols, why=dict.fromkeys(metrics, UNFIT_WHY)))
 
     emit(args.format, table=table, rows=records)

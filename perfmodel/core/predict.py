@@ -389,7 +389,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         output_tokens_per_s=out_tps, decode_tokens_per_s=b / tpot,
         total_tokens_per_s=b * (i + o) / e2e, per_user_tokens_per_s=1.0 / tpot,
         per_device_tokens_per_s=out_tps / par.devices, fits=mem.fits, fit_reason=mem.reason(),
-        weights_bytes_per_device=sm.weights_per_device, kv_bytes_per_device=mem.kv_cache,
+        weights_bytes_per_device=mem.weights, kv_bytes_per_device=mem.kv_cache,
         memory_used_bytes_per_device=mem.used, memory_capacity_bytes=sm.hardware.memory_capacity,
         max_batch_at_context=mem.max_batch,
         prefill_bound=pre_bound, decode_bound=dec_bound, devices=par.devices, config=config,
