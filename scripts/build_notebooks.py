@@ -1167,8 +1167,9 @@ NB04 = [
             df = pd.DataFrame({"batch": batches, "TPOT [ms]": tp * 1e3, "speed-up": plain[name] / tp,
                                "throughput [tok/s]": np.array(batches) / tp, "fits": fits})
             curves[name, k] = df
+            crossing = stops_paying(df)
             summary.append({"replica": name, "k": k, "speed-up at batch 1": df["speed-up"].iloc[0],
-                            "stops paying at [seq]": stops_paying(df) or f"not within {batches[-1]}",
+                            "stops paying at [seq]": f"{crossing:.0f}" if crossing else f"not within {batches[-1]}",
                             "largest batch that fits": max(b for b, f in zip(batches, fits) if f)})
     print(Engine.load("vllm", spec_decode="eagle:k=3").label)
     pd.DataFrame(summary).round(2)
