@@ -111,3 +111,14 @@ def test_deployment_file_fields_and_errors(tmp_path, capsys):
                        (("prefix_hit_rate", 1.0), "prefix_hit_rate"), (("draft_weights", "fp7"), "draft_weights")):
         with pytest.raises(SpecError, match=match):
             load_deployment({**AGG, bad[0]: bad[1]})
+
+
+def test_bare_predict_full_acceptance_is_verify_over_k_plus_one():
+    from perfmodel.engine.speculative_draft import verify_time
+
+    sm = StepModel("llama-3.1-8b", "h100-sxm")
+    p = pm.predict(None, None, isl=1000, osl=201, batch=[1, 32], step_model=sm, spec_decode="ngram:k=3,accept=1")
+    nodes = np.array([1001.0, 1100.5, 1200.0])[:, None]          # isl + 1, midpoint, isl + osl - 1
+    t = verify_time(sm, 3, np.array([1.0, 32.0]), nodes)          # no draft forward for ngram
+    np.testing.assert_allclose(p.tpot_s, (t[0] + 4 * t[1] + t[2]) / 6 / 4, rtol=1e-12)
+    assert p.config["spec_decode"].startswith("ngram:k=3,accept=1/1/1 (user)")

@@ -256,14 +256,16 @@ def _phase_times_chunked(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndar
     return (*cat, outs[0][4])
 
 
-def _draft_memory(sm: StepModel, spec, weights: str | None = None) -> tuple[float, float]:
-    """Weights [B] and KV bytes per token [B] a speculative draft adds per device (0, 0 without one)."""
+def _draft(sm: StepModel, spec, weights: str | None = None) -> tuple[StepModel | None, float, float]:
+    """A speculative draft's cost model, and the weights [B] and KV bytes per token [B] it adds per
+    device (None, 0, 0 without speculation)."""
     if spec is None:
-        return 0.0, 0.0
+        return None, 0.0, 0.0
     from ..engine.speculative_draft import draft_memory, draft_step_model
 
-    mem = draft_memory(spec, draft_step_model(sm, spec, weights=weights))
-    return mem.weights, mem.kv_per_token
+    draft = draft_step_model(sm, spec, weights=weights)
+    mem = draft_memory(spec, draft)
+    return draft, mem.weights, mem.kv_per_token
 
 
 def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
@@ -357,18 +359,16 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         served = Engine.load(engine, spec_decode=spec)
         ttft, tpot = static_batch_times(served, sm, b, i, o, prefix_hit_rate)
         spec = served.spec
-    elif spec is not None:
+    draft_sm, draft_w, draft_kv = _draft(sm, spec, draft_weights)
+    if spec is not None and served is None:
         from ..engine.speculative import speculative_static_tpot
-        from ..engine.speculative_draft import draft_step_model
 
-        draft_sm = draft_step_model(sm, spec, weights=draft_weights)
         tpot = speculative_static_tpot(sm, spec, b, i, o, draft_sm)
     e2e = e2e_latency(ttft, tpot, o)
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
-    draft = _draft_memory(sm, spec, draft_weights)
     mem = static_batch_budget(mdl, par, prec, sm.hardware.memory_capacity, b, i, i + o, sm.reserve,
-                              1.0 - sm.kv_host_fraction, extra_weights=draft[0], extra_kv_per_token=draft[1])
+                              1.0 - sm.kv_host_fraction, extra_weights=draft_w, extra_kv_per_token=draft_kv)
     eff = sm.efficiency
     config = {
         "model": mdl.id, "hardware": sm.hardware.id, "parallel": par.label(),
@@ -379,7 +379,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         "engine": "none (bare kernel model)" if served is None else served.label,
         "prefix_hit_rate": float(prefix_hit_rate),
         "spec_decode": "off" if spec is None else f"{spec.label()} ({spec.acceptance_source})",
-        "draft_weights_bytes_per_device": draft[0],
+        "draft_weights_bytes_per_device": draft_w,
     }
     if served is not None:
         config["basis"] += "+engine-fitted" if served.calibrated else "+engine-preset"
