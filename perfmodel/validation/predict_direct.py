@@ -21,6 +21,7 @@ from ..engine.engine import Engine
 from ..engine.speculative import parse_spec_decode
 from ..errors import PerfmodelError
 from ..serving import steady_state
+from .predict_disagg import NO_KV_REASON
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
 
 
@@ -71,7 +72,7 @@ def direct_batches(rows: pd.DataFrame, cache: StepModelCache) -> tuple[list[dict
         try:
             sm = cache.get(key[:-2])
             ok = float(sm.kv_capacity_tokens) > 0
-            reason = "step model: the weights leave no room for a KV cache"
+            reason = NO_KV_REASON
         except PerfmodelError as exc:
             ok, reason = False, f"step model error: {exc}"
         if not ok:
