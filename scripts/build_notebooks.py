@@ -1260,6 +1260,9 @@ NB04 = [
       under different engine settings.
     * Capacity is the highest load at which the *joint* SLO holds, and goodput, not throughput, is
       what can be sold.
+    * Speculative decoding buys per-user speed with compute: it pays while the step reads weights or
+      KV cache and stops paying once verification is compute-bound, sooner for longer drafts.
+      Prefix caching cuts TTFT in proportion to the cached share of the prompt.
 
     On the command line: `perfmodel simulate ... --rate 8 --slo-ttft 2s --slo-tpot 50ms` and
     `perfmodel max-load ... --target 0.95`.
