@@ -177,6 +177,7 @@ def _list_price_line(row: dict) -> str:
 
 #: Why a claim table can lack a value (rendering only; the values are the claim check's).
 CLAIM_WHY = {
+    "nominal": "null nominal: the claim's own value stays (e.g. the sourced acceptance of its spec_decode)",
     "value_needed": "this unknown alone does not give the claimed ratio in its range (see finding)",
     "candidate_batch": "no batch size of the candidate reaches this per-user speed",
     "baseline_batch": "no batch size of the baseline reaches this per-user speed",
