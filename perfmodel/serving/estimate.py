@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..errors import ConfigError
 
 #: Open-loop points: requests simulated per point and share dropped as warm-up.
@@ -123,6 +124,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     from .steady_state import steady_state
     from .workload import Workload
 
+    seed = checks.count(seed, "seed", 0, 2**63 - 1)   # checked here too: closed loops do not use it
     served = Engine.load(engine, calibration=calibration)
     backend = served.profile.backend or "vllm"
     hw = hardware_id(str(hardware)) or str(hardware)
