@@ -39,9 +39,12 @@ from .output import (
 def register(sub) -> None:
     p = sub.add_parser(
         "plan", help="cheapest deployments meeting a joint SLO at a target load",
-        description="Rank candidate replicas (hardware x tp x precision) by devices, power or cost: each is "
-                    "sized with the serving simulator to meet the SLO attainment target at the given rate. "
-                    "Rejected candidates are listed with the reason (layout, memory, SLO, load).")
+        description="Rank candidate replicas (hardware x layout x precision, aggregated or P/D-disaggregated) "
+                    "by devices, power or cost: memory, the idle TTFT/TPOT floors and a capacity bound screen "
+                    "every candidate; those that could beat the best found are sized with the serving "
+                    "simulator to meet the SLO attainment target at the given rate. Rejected candidates are "
+                    "listed with the reason (layout, memory, SLO, load); the counts enumerated, pruned and "
+                    "simulated are printed.")
     p.add_argument("--model", required=True, help="model id, e.g. llama-3.1-70b")
     p.add_argument("--rate", type=POSITIVE_REAL, required=True, help="target arrival rate [requests/s]")
     p.add_argument("--isl", type=POSITIVE, required=True, help="prompt tokens per request")
@@ -55,6 +58,17 @@ def register(sub) -> None:
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
     p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats to try (default bf16)")
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
+    p.add_argument("--dp-attention", type=count_list(), default=[1],
+                   help="MoE models: attention data-parallel ranks per replica to try (default 1); a replica "
+                        "spans tp x dp-attention devices")
+    p.add_argument("--ep", type=count_list(), default=None,
+                   help="MoE models: expert-parallel sizes to try (default: tp x dp-attention, wide EP)")
+    p.add_argument("--disaggregated", action="store_true",
+                   help="also search P/D-disaggregated pairs (prefill and decode pools, each layout above, "
+                        "worker counts sized by simulation)")
+    p.add_argument("--no-prune", dest="prune", action="store_false",
+                   help="simulate every feasible candidate (full ranking) instead of only those whose analytic "
+                        "bound could beat the best found")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
     p.add_argument("--engine", default="vllm",
@@ -115,7 +129,8 @@ def run(args) -> int:
                   idle=args.idle, utilisation=args.utilisation, price=prices_by_hardware(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,),
-                  progress=progress_of(args))
+                  progress=progress_of(args), dp_attention=args.dp_attention, ep=args.ep,
+                  disaggregated=args.disaggregated, prune=args.prune)
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     launch, launch_error = _launch(result, args.launch)
     if launch_error:
@@ -145,6 +160,7 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))
     print(format_table(result.ranked, cols, why=PLAN_WHY))
+    print(result.search_line())
     if result.rejected:
         print("\nrejected:")
         print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))

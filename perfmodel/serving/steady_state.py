@@ -250,6 +250,8 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         tpot, ttft = times(np.maximum(n, 1e-6))
         dec_time = (Osl - 1) * tpot
         n_new = np.minimum(C * dec_time / (ttft + dec_time + Z + late * tpot), n_cap)
+        if np.array_equal(n_new, n):   # a fixed point (e.g. a binding cap): more iterations change nothing
+            break
         n = 0.5 * n + 0.5 * n_new
     n = np.maximum(n, 1e-6)
     tpot, ttft_service = times(n)
