@@ -1,12 +1,13 @@
 """The plan's search: screen every candidate analytically, simulate only those that could win.
 
 Each task (one candidate under one engine) is screened (:func:`perfmodel.planning.screen.screen`).
-Feasible tasks are sorted by the ranking tuple of their lower bound on devices (then by enumeration
-order) and evaluated in that order, ``wave`` at a time (1 without an executor, the executor's
-workers with one). With ``prune`` on, a task is evaluated only while its lower bound is not worse than
-the best plan found so far (:math:`\\mathrm{key}_{lb} \\le \\mathrm{key}_{best}`, tuples compared in
-order); the rest are pruned (``frontier``). Because each evaluation returns at least its lower bound
-and ties are broken by enumeration order, the best plan is the one an exhaustive search returns.
+Feasible tasks are sorted by the ranking tuple of their lower bound on devices, then by enumeration
+order, and evaluated in that order, ``wave`` at a time (1 without an executor, the executor's workers
+with one). Accepted plans are ranked by the objective's tuple, ties going to the task earlier in that
+order. With ``prune`` on, a task is evaluated only while its lower bound ranks above the best plan
+found so far (:math:`\\mathrm{key}_{lb} < \\mathrm{key}_{best}`, tuples compared in order): it comes
+later in the order, so it loses a tie, and its plan is never better than its bound. The other tasks
+are pruned (``frontier``), and the best plan is the one an exhaustive search (``prune=False``) returns.
 """
 
 from __future__ import annotations
@@ -81,13 +82,14 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
             full = {**task, **{k: v for k, v in s.items() if k != "outcome"}, "keys": keys, "index": index}
             feasible.append((objective_key(c, s["min_devices"], task["tco"], keys), index, full))
     feasible.sort(key=lambda f: (f[0], f[1]))
+    feasible_order = {f[1]: k for k, f in enumerate(feasible)}   # the tie-break: the search order
     accepted: list[dict[str, Any]] = []
     best: tuple[float, ...] | None = None
     counts = {"simulated": 0, "accepted": 0, "failed": 0, "abandoned": 0}
     i = 0
     while i < len(feasible):
         batch = []
-        while i < len(feasible) and len(batch) < wave and not (prune and best is not None and feasible[i][0] > best):
+        while i < len(feasible) and len(batch) < wave and not (prune and best is not None and feasible[i][0] >= best):
             batch.append({**feasible[i][2], "bound": best if prune else None})
             i += 1
         if not batch:
@@ -98,7 +100,7 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
             counts["simulated"] += bool(simulated)
             if outcome == "accepted":
                 counts["accepted"] += 1
-                accepted.append((_key(out, keys), task["index"], out))
+                accepted.append((_key(out, keys), feasible_order[task["index"]], out))
                 best = min(best, _key(out, keys)) if best is not None else _key(out, keys)
             elif outcome == "failed":
                 counts["failed"] += 1

@@ -8,16 +8,18 @@ must fit, an idle replica's TTFT/TPOT/E2E floors must be within the SLO (the per
 and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry
 the rate, hence a lower bound on devices, power and cost. Candidates are then **simulated in the
 order of that bound**, and (``prune=True``) only while the bound could still beat the best plan
-found: a candidate whose bound ranks below the best is pruned unsimulated. The bound never exceeds
-what the sizing below returns, so the plan picked is the one a full search (``prune=False``) picks.
+found: a candidate whose bound does not rank above the best is pruned unsimulated
+(:mod:`perfmodel.planning.frontier`). The bound never exceeds what the sizing below returns, so the
+plan picked is the one a full search (``prune=False``) picks.
 
 An aggregated candidate is sized as follows:
 
 1. **per-replica capacity**: :func:`perfmodel.serving.max_load` finds the highest arrival rate
    :math:`\\lambda_1` [req/s] one replica sustains with the SLO attainment at or above the target,
-   bounded by the replica's steady-state throughput at its concurrency limit (the screen's capacity
-   bound); every simulated run
-   holds at least three times that concurrency limit in requests, so that overload shows;
+   bounded by the replica's steady-state throughput at its concurrency limit
+   (:func:`perfmodel.serving.steady_state` at ``max_num_seqs``, KV-cache limited, its fixed point
+   converged to ``STEADY_STATE_RTOL``); every simulated run holds at least three times that
+   concurrency limit in requests, so that overload shows;
 2. **replicas**: :math:`R = \\lceil \\lambda / \\lambda_1 \\rceil` for the target rate λ (at least the
    screen's bound), then a simulation of R replicas behind a least-loaded router at rate λ checks the
    attainment (R is raised while it falls short, up to ``extra_replicas`` times); more than
@@ -29,7 +31,8 @@ A P/D candidate's prefill and decode worker counts are sized by :mod:`perfmodel.
 includes the ramp-up and the drain of a finite run, so it reads a little below ``offered_rps``).
 Accepted candidates are ranked by ``objective``: ``devices`` (R × devices per replica), ``power``
 [W on the stated basis] or ``cost`` [USD/h, from a device-hour price or a total-cost model], ties
-broken by the others, then by the order of enumeration. Every assumption (engine, seed, requests
+broken by the others, then by the search order (the lower bound's ranking, then the order of
+enumeration). Every assumption (engine, seed, requests
 simulated, power basis, prices, search space) and the counts of candidates enumerated, pruned (by
 reason) and simulated are returned with the plan.
 """
@@ -52,6 +55,9 @@ from .screen import hourly_cost, objective_key
 from .space import Candidate, enumerate_candidates
 
 __all__ = ["Candidate", "PlanResult", "enumerate_candidates", "evaluate_candidate", "plan"]
+
+#: Relative change of the steady state's decode batch at which its fixed point is taken as converged.
+STEADY_STATE_RTOL = 1e-9
 
 OBJECTIVES = {"devices": ("devices", "power_w", "cost_per_hour"),
               "power": ("power_w", "devices", "cost_per_hour"),
@@ -141,18 +147,24 @@ def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
-    from ..serving import max_load, simulate
+    from ..serving import max_load, simulate, steady_state
 
     c: Candidate = task["candidate"]
     w, slo, rate, goal, eng = task["workload"], task["slo"], task["rate"], task["target"], task["engine"]
     sm = task["model"]
-    # the steady state at the concurrency limit (the screen's): no replica is credited with more
-    x_max, n_cap = task["capacity_bound_rps"], task["n_cap"]
+    isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
+    ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng, rtol=STEADY_STATE_RTOL)
+    x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
+    least = max(int(task["min_replicas"]), math.ceil(rate / x_max - 1e-9) if x_max > 0 else 1)
 
     def beyond_bound(replicas: int) -> bool:
         return task["bound"] is not None and objective_key(c, int(replicas * sm.devices), task["tco"],
-                                                           task["keys"]) > task["bound"]
+                                                           task["keys"]) >= task["bound"]
 
+    if beyond_bound(least):
+        return {"accepted": False, "outcome": "pruned", "simulated": False, **_reject(c, "frontier", (
+            f"at least {least} replicas at the steady-state capacity {x_max:.3g} req/s; ranks below the best "
+            f"plan found")), "pruned_by": "frontier", "min_devices": int(least * sm.devices)}
     # a run must hold several times the replica's concurrency limit, or overload never shows
     requests = max(task["requests"], int(3 * n_cap))
     search = max_load(sm, w, slo, target=goal, mode="rate", engine=eng, seed=task["seed"],

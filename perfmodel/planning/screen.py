@@ -7,11 +7,12 @@ Runs before any simulation (:func:`perfmodel.planning.plan`), in this order:
    prompt);
 3. **speed ceiling**: an idle replica's TTFT (one prompt; P/D: plus its KV transfer), TPOT (one
    sequence) and E2E = TTFT + (O − 1)·TPOT must be within the SLO limits: no load does better;
-4. **capacity**: the fewest replicas that could carry the rate λ, :math:`\\lceil \\lambda / X \\rceil`:
-   X is an aggregated replica's steady-state throughput at its concurrency limit
-   (:func:`perfmodel.serving.steady_state` at ``max_num_seqs``, KV-cache limited; the sizing never
-   credits a replica with more), and for P/D each pool's capacity bound
-   (:mod:`perfmodel.planning.bounds`); more than ``max_replicas`` prunes the candidate (``load``).
+4. **capacity**: the fewest replicas (P/D: workers per pool) that could carry the rate λ,
+   :math:`\\lceil \\lambda / X_{ub} \\rceil` with the capacity bounds of
+   :mod:`perfmodel.planning.bounds`; more than ``max_replicas`` prunes the candidate (``load``).
+   Before an aggregated candidate is simulated, the tighter steady-state bound (the replica's
+   throughput at its concurrency limit, which the sizing never exceeds) is checked against the best
+   plan found.
 
 A candidate that passes gets a **lower bound** on its devices, and so on its power and cost (both
 grow with devices), which :func:`plan` compares with the best plan found so far.
@@ -123,19 +124,15 @@ def _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas) -> dict[st
     reason = floor_reason(*idle_floors(sm, isl, osl), osl, slo)
     if reason:
         return _pruned("speed_ceiling", "SLO", reason)
-    from ..serving import steady_state
-
-    ss = steady_state(sm, float(engine.profile.max_num_seqs), isl, osl, engine=engine)
-    x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
-    if not x_max > 0:
+    x_ub = replica_capacity_bound(engine.step(sm), engine.profile, isl, osl)
+    if not x_ub > 0:
         return _pruned("memory", "memory", "no sequence fits the engine's KV-cache share")
-    need = max(1, math.ceil(rate / x_max - 1e-9))
+    need = max(1, math.ceil(rate / x_ub - 1e-9))
     if need > max_replicas:
         return _pruned("capacity", "load", f"needs at least {need} replicas (> max_replicas {max_replicas}): "
-                                           f"at most {x_max:.3g} req/s per replica (steady state at the "
-                                           f"concurrency limit)")
+                                           f"at most {x_ub:.3g} req/s per replica (capacity bound)")
     return {"outcome": "feasible", "model": sm, "min_replicas": need, "min_devices": need * int(sm.devices),
-            "capacity_bound_rps": x_max, "n_cap": n_cap}
+            "capacity_bound_rps": x_ub}
 
 
 def _screen_disaggregated(pm, dm, engine, isl, osl, slo, rate, max_replicas) -> dict[str, Any]:
