@@ -70,7 +70,7 @@ def evaluate_disaggregated(task: Mapping[str, Any]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     runs = 0
     for runs in range(1, 3 * (task["extra_replicas"] + 1) + 1):
-        pair = Disaggregated(pm, dm, prefill_replicas=prefill, decode_replicas=decode)
+        pair = Disaggregated(pm, dm, prefill_replicas=prefill, decode_replicas=decode, **(c.kv_link or {}))
         res = simulate(pair, w.with_load(rate=rate), engine=eng, seed=task["seed"], slo=slo,
                        requests=_requests(task, isl, osl, prefill + decode), timer_cache=timers)
         summary = res.summary()

@@ -110,7 +110,7 @@ def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, m
         return {"outcome": "invalid", "rejected_for": "layout", "reason": str(exc)}
     if dm is None:
         return _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas)
-    return _screen_disaggregated(sm, dm, engine, isl, osl, slo, rate, max_replicas)
+    return _screen_disaggregated(sm, dm, engine, isl, osl, slo, rate, max_replicas, c.kv_link)
 
 
 def _pruned(by: str, kind: str, reason: str) -> dict[str, Any]:
@@ -135,15 +135,32 @@ def _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas) -> dict[st
             "capacity_bound_rps": x_ub}
 
 
-def _screen_disaggregated(pm, dm, engine, isl, osl, slo, rate, max_replicas) -> dict[str, Any]:
-    from ..deployment.disagg import request_kv_transfer_time
+def kv_transfer_s(pm: Any, dm: Any, isl: float, link: Any = None) -> float:
+    """One request's KV transfer between the pools [s]: α + I·(KV bytes per token)/bandwidth.
 
+    Over ``link`` (``link_bandwidth``, ``link_alpha``) when given, else the prefill accelerator's port
+    (:func:`perfmodel.deployment.disagg.request_kv_transfer_time`, the simulator's).
+    """
+    from ..deployment.disagg import request_kv_transfer_time
+    from ..errors import ConfigError
+    from ..units import to_si
+
+    if link is not None:
+        bw = to_si(link["link_bandwidth"], "bandwidth", "kv_link.link_bandwidth")
+        return to_si(link["link_alpha"], "time", "kv_link.link_alpha") + isl * float(pm.kv_bytes_per_token) / bw
+    if not hasattr(pm, "hardware"):
+        raise ConfigError("kv_link: a P/D candidate whose step models have no hardware needs link_bandwidth "
+                          "and link_alpha")
+    return float(np.ravel(request_kv_transfer_time(pm, int(pm.devices + dm.devices), isl))[0])
+
+
+def _screen_disaggregated(pm, dm, engine, isl, osl, slo, rate, max_replicas, link) -> dict[str, Any]:
     for pool, sm, tokens in (("prefill", pm, isl), ("decode", dm, isl + osl)):
         reason = memory_reason(sm, tokens)
         if reason:
             return _pruned("memory", "memory", f"{pool} pool: {reason}")
     try:
-        t_kv = float(np.ravel(request_kv_transfer_time(pm, int(pm.devices + dm.devices), isl))[0])
+        t_kv = kv_transfer_s(pm, dm, isl, link)
     except PerfmodelError as exc:
         return {"outcome": "invalid", "rejected_for": "layout", "reason": str(exc)}
     ttft0 = idle_floors(pm, isl, osl)[0] + t_kv

@@ -54,6 +54,10 @@ class Candidate:
     decode : StepModelLike | Mapping, optional
         The decode pool's step model of a P/D-disaggregated candidate (None: aggregated). Both pools
         run on ``hardware`` and are priced and powered per device of either pool.
+    kv_link : mapping, optional
+        ``link_bandwidth`` [B/s or quantity] and ``link_alpha`` [s] of one KV transfer between the pools
+        (:class:`perfmodel.serving.Disaggregated`); default: from the prefill accelerator's ports
+        (:func:`perfmodel.deployment.disagg.kv_transfer_link`). Step models without hardware need it.
     """
 
     name: str
@@ -65,6 +69,7 @@ class Candidate:
     spec: Any = None
     price_source: str = "not given"
     decode: Any = None
+    kv_link: Any = None
 
     @property
     def disaggregated(self) -> bool:
