@@ -1,24 +1,28 @@
 """The plan's search: screen every candidate analytically, simulate only those that could win.
 
-Each task (one candidate under one engine) is screened (:func:`perfmodel.planning.screen.screen`).
-Feasible tasks are sorted by the ranking tuple of their lower bound on devices, then by enumeration
-order, and evaluated in that order, ``wave`` at a time (1 without an executor, the executor's workers
-with one). Accepted plans are ranked by the objective's tuple, ties going to the task earlier in that
-order. With ``prune`` on, a task is evaluated only while its lower bound ranks above the best plan
-found so far (:math:`\\mathrm{key}_{lb} < \\mathrm{key}_{best}`, tuples compared in order): it comes
-later in the order, so it loses a tie, and its plan is never better than its bound. The other tasks
-are pruned (``frontier``), and the best plan is the one an exhaustive search (``prune=False``) returns.
+A best-first branch and bound. Each task (one candidate under one engine) is screened
+(:func:`perfmodel.planning.screen.screen`), which gives a lower bound on its devices and so on its
+ranking tuple (devices, power, cost in the objective's order); its **tie-break** is that screen bound,
+then its enumeration order. Feasible tasks wait in a priority queue ordered by (bound, tie-break). The
+first is taken: an aggregated candidate not yet refined gets the tighter steady-state bound
+(:func:`perfmodel.planning.screen.steady_bound`) and goes back into the queue; otherwise it is
+simulated (``wave`` at a time: 1 without an executor, the executor's workers with one). Accepted plans
+are ranked by (ranking tuple, tie-break). With ``prune`` on, the search stops when the first task's
+(bound, tie-break) ranks after the best plan found: its plan can be no better than its bound, and on a
+tie it loses, and so do all tasks behind it (``frontier``). The best plan is therefore the one an
+exhaustive search (``prune=False``) returns.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .screen import PRUNE_REASONS, objective_key, screen
+from .screen import PRUNE_REASONS, objective_key, screen, steady_bound
 
 
 def _key(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[float, ...]:
@@ -56,7 +60,7 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
     wave : int
         Tasks evaluated side by side.
     prune : bool
-        Skip tasks whose lower bound cannot beat the best found (False: evaluate every feasible task).
+        Stop when the remaining tasks cannot beat the best found (False: evaluate every feasible task).
 
     Returns
     -------
@@ -79,19 +83,25 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
             by[s["pruned_by"]] += 1
             rejected.append({**head, "rejected_for": s["rejected_for"], "reason": s["reason"], "stage": "analytic"})
         else:
-            full = {**task, **{k: v for k, v in s.items() if k != "outcome"}, "keys": keys, "index": index}
-            feasible.append((objective_key(c, s["min_devices"], task["tco"], keys), index, full))
-    feasible.sort(key=lambda f: (f[0], f[1]))
-    feasible_order = {f[1]: k for k, f in enumerate(feasible)}   # the tie-break: the search order
-    accepted: list[dict[str, Any]] = []
-    best: tuple[float, ...] | None = None
+            full = {**task, **{k: v for k, v in s.items() if k != "outcome"}, "keys": keys,
+                    "refined": c.disaggregated}
+            bound = objective_key(c, s["min_devices"], task["tco"], keys)
+            feasible.append((bound, (bound, index), full))
+    heapq.heapify(feasible)
+    accepted: list[tuple] = []
+    best: tuple | None = None   # (ranking tuple, tie-break) of the best plan found
     counts = {"simulated": 0, "accepted": 0, "failed": 0, "abandoned": 0}
-    i = 0
-    while i < len(feasible):
+    while feasible:
         batch = []
-        while i < len(feasible) and len(batch) < wave and not (prune and best is not None and feasible[i][0] >= best):
-            batch.append({**feasible[i][2], "bound": best if prune else None})
-            i += 1
+        while feasible and len(batch) < wave and not (prune and best is not None and feasible[0][:2] > best):
+            bound, tie, task = heapq.heappop(feasible)
+            if not task["refined"]:
+                refined = steady_bound(task)
+                task.update(refined, refined=True)
+                heapq.heappush(feasible, (max(bound, objective_key(task["candidate"], refined["min_devices"],
+                                                                   task["tco"], keys)), tie, task))
+                continue
+            batch.append({**task, "bound": best if prune else None, "tie": tie})
         if not batch:
             break
         for task, out in zip(batch, run(evaluate, batch), strict=True):
@@ -100,23 +110,24 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
             counts["simulated"] += bool(simulated)
             if outcome == "accepted":
                 counts["accepted"] += 1
-                accepted.append((_key(out, keys), feasible_order[task["index"]], out))
-                best = min(best, _key(out, keys)) if best is not None else _key(out, keys)
+                accepted.append((_key(out, keys), task["tie"], out))
+                best = min(best, accepted[-1][:2]) if best is not None else accepted[-1][:2]
             elif outcome == "failed":
                 counts["failed"] += 1
                 rejected.append(out)
-            else:   # pruned at the frontier, before or after a simulation
+            else:   # left at the frontier, before (an analytic bound) or after a simulation
                 counts["abandoned"] += bool(simulated)
                 by["frontier"] += not simulated
                 out.pop("rejected_for", None)
                 pruned.append(out)
-    for _, _, task in feasible[i:]:
+    for _, _, task in feasible:
         by["frontier"] += 1
         c = task["candidate"]
         pruned.append({"deployment": c.name, "hardware": c.hardware, **c.layout, "pruned_by": "frontier",
                        "min_devices": task["min_devices"],
-                       "reason": f"at least {task['min_devices']} devices (capacity bound); ranks below the best "
-                                 f"plan found"})
+                       "reason": f"at least {task['min_devices']} devices ("
+                                 f"{'steady-state' if task.get('x_max') else 'capacity'} bound); ranks below the "
+                                 f"best plan found"})
     ranked = [row for _, _, row in sorted(accepted, key=lambda a: (a[0], a[1]))]
     for k, r in enumerate(ranked, 1):
         r["rank"] = k

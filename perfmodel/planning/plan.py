@@ -17,8 +17,7 @@ An aggregated candidate is sized as follows:
 1. **per-replica capacity**: :func:`perfmodel.serving.max_load` finds the highest arrival rate
    :math:`\\lambda_1` [req/s] one replica sustains with the SLO attainment at or above the target,
    bounded by the replica's steady-state throughput at its concurrency limit
-   (:func:`perfmodel.serving.steady_state` at ``max_num_seqs``, KV-cache limited, its fixed point
-   converged to ``STEADY_STATE_RTOL``); every simulated run holds at least three times that
+   (:func:`perfmodel.planning.screen.steady_bound`); every simulated run holds at least three times that
    concurrency limit in requests, so that overload shows;
 2. **replicas**: :math:`R = \\lceil \\lambda / \\lambda_1 \\rceil` for the target rate λ (at least the
    screen's bound), then a simulation of R replicas behind a least-loaded router at rate λ checks the
@@ -55,9 +54,6 @@ from .screen import hourly_cost, objective_key
 from .space import Candidate, enumerate_candidates
 
 __all__ = ["Candidate", "PlanResult", "enumerate_candidates", "evaluate_candidate", "plan"]
-
-#: Relative change of the steady state's decode batch at which its fixed point is taken as converged.
-STEADY_STATE_RTOL = 1e-9
 
 OBJECTIVES = {"devices": ("devices", "power_w", "cost_per_hour"),
               "power": ("power_w", "devices", "cost_per_hour"),
@@ -147,24 +143,17 @@ def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
-    from ..serving import max_load, simulate, steady_state
+    from ..serving import max_load, simulate
 
     c: Candidate = task["candidate"]
     w, slo, rate, goal, eng = task["workload"], task["slo"], task["rate"], task["target"], task["engine"]
     sm = task["model"]
-    isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
-    ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng, rtol=STEADY_STATE_RTOL)
-    x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
-    least = max(int(task["min_replicas"]), math.ceil(rate / x_max - 1e-9) if x_max > 0 else 1)
+    x_max, n_cap = task["x_max"], task["n_cap"]   # the steady state at the concurrency limit (the bound)
 
     def beyond_bound(replicas: int) -> bool:
-        return task["bound"] is not None and objective_key(c, int(replicas * sm.devices), task["tco"],
-                                                           task["keys"]) >= task["bound"]
+        key = objective_key(c, int(replicas * sm.devices), task["tco"], task["keys"])
+        return task["bound"] is not None and (key, task["tie"]) > task["bound"]
 
-    if beyond_bound(least):
-        return {"accepted": False, "outcome": "pruned", "simulated": False, **_reject(c, "frontier", (
-            f"at least {least} replicas at the steady-state capacity {x_max:.3g} req/s; ranks below the best "
-            f"plan found")), "pruned_by": "frontier", "min_devices": int(least * sm.devices)}
     # a run must hold several times the replica's concurrency limit, or overload never shows
     requests = max(task["requests"], int(3 * n_cap))
     search = max_load(sm, w, slo, target=goal, mode="rate", engine=eng, seed=task["seed"],

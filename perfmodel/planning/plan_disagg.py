@@ -60,7 +60,8 @@ def evaluate_disaggregated(task: Mapping[str, Any]) -> dict[str, Any]:
         return int(prefill * pm.devices + decode * dm.devices)
 
     def beyond_bound() -> bool:
-        return task["bound"] is not None and objective_key(c, devices(), task["tco"], task["keys"]) >= task["bound"]
+        key = objective_key(c, devices(), task["tco"], task["keys"])
+        return task["bound"] is not None and (key, task["tie"]) > task["bound"]
 
     if beyond_bound():
         return {"accepted": False, "outcome": "pruned", "simulated": False, **base, "pruned_by": "frontier",

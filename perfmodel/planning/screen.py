@@ -113,6 +113,33 @@ def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, m
     return _screen_disaggregated(sm, dm, engine, isl, osl, slo, rate, max_replicas, c.kv_link)
 
 
+#: Relative change of the steady state's decode batch at which its fixed point is taken as converged.
+STEADY_STATE_RTOL = 1e-9
+
+
+def steady_bound(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The steady-state bound of a screened aggregated candidate: its capacity and fewest replicas.
+
+    X = the replica's steady-state throughput at its concurrency limit
+    (:func:`perfmodel.serving.steady_state` at ``max_num_seqs``, KV-cache limited, converged to
+    ``STEADY_STATE_RTOL``), which the sizing never exceeds, so at least :math:`\\lceil \\lambda / X \\rceil`
+    replicas (and no fewer than the screen's bound).
+
+    Returns
+    -------
+    dict
+        ``x_max`` [req/s], ``n_cap`` (mean decoding sequences there), ``min_replicas``, ``min_devices``.
+    """
+    from ..serving import steady_state
+
+    sm, eng, w, rate = task["model"], task["engine"], task["workload"], task["rate"]
+    isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
+    ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng, rtol=STEADY_STATE_RTOL)
+    x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
+    least = max(int(task["min_replicas"]), math.ceil(rate / x_max - 1e-9) if x_max > 0 else 1)
+    return {"x_max": x_max, "n_cap": n_cap, "min_replicas": least, "min_devices": least * int(sm.devices)}
+
+
 def _pruned(by: str, kind: str, reason: str) -> dict[str, Any]:
     return {"outcome": "pruned", "pruned_by": by, "rejected_for": kind, "reason": reason}
 
