@@ -160,10 +160,11 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))
     print(format_table(result.ranked, cols, why=PLAN_WHY))
-    print(result.search_line())
+    print(result.search_line() + (" (--no-prune simulates every feasible one; --format json lists the pruned)"
+                                   if result.pruned else ""))
     if result.rejected:
         print("\nrejected:")
-        print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
+        print(format_table(_grouped(result.rejected), ["deployment", "rejected_for", "reason"]))
     print(f"note: {engine_note(args.engine)}")
     if launch is not None:
         print(f"\nlaunch configuration of rank 1 ({result.ranked[0]['deployment']}):\n{launch.text()}")
@@ -183,6 +184,15 @@ def _launch(result, engine: str | None):
         return result.launch(engine), None
     except PerfmodelError as exc:
         return None, str(exc)
+
+
+def _grouped(rows: list[dict]) -> list[dict]:
+    """One row per (rejected_for, reason): the first deployment and how many more share it."""
+    groups: dict[tuple, list[str]] = {}
+    for r in rows:
+        groups.setdefault((r["rejected_for"], r["reason"]), []).append(r["deployment"])
+    return [{"deployment": names[0] + (f" (+{len(names) - 1} like it)" if len(names) > 1 else ""),
+             "rejected_for": kind, "reason": reason} for (kind, reason), names in groups.items()]
 
 
 def _list_price_line(row: dict) -> str:
