@@ -183,16 +183,26 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
     if summary["slo_attainment"] < goal:
         return {**failed, **_reject(c, "SLO", f"attainment {summary['slo_attainment']:.3f} < {goal:g} "
                                               f"at {rate:g} req/s with {replicas} replicas")}
-    devices = int(replicas * sm.devices)
+    return {"accepted": True, "outcome": "accepted", "simulated": True,
+            **plan_row(task, summary, f"{c.name} x{replicas}", int(replicas * sm.devices), {
+                "devices_per_replica": int(sm.devices), "replicas": replicas, "per_replica_max_rps": cap,
+                "per_replica_steady_state_rps": x_max})}
+
+
+def plan_row(task: Mapping[str, Any], summary: Mapping[str, Any], name: str, devices: int,
+             sizing: Mapping[str, Any]) -> dict[str, Any]:
+    """The ranked row of a sized candidate: its simulation summary, power [W] and cost [USD/h] of ``devices``.
+
+    ``sizing`` holds the layout-specific fields (replicas, or P/D worker counts); the deployment name
+    gets the speculative-decoding label when the engine has one.
+    """
+    c, eng = task["candidate"], task["engine"]
     power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
     cost = hourly_cost(c, devices, task["tco"])
     out_tps = summary["throughput_output_tokens_per_s"]
     spec = eng.spec.label() if eng.spec is not None else "off"
-    name = f"{c.name} x{replicas}" + (f" + {spec}" if eng.spec is not None else "")
-    return {"accepted": True, "outcome": "accepted", "simulated": True, "deployment": name,
-            "hardware": c.hardware, **c.layout, "spec_decode": spec,
-            "devices_per_replica": int(sm.devices), "replicas": replicas, "devices": devices,
-            "per_replica_max_rps": cap, "per_replica_steady_state_rps": x_max, "offered_rps": rate,
+    return {"deployment": name + (f" + {spec}" if eng.spec is not None else ""), "hardware": c.hardware,
+            **c.layout, "spec_decode": spec, **sizing, "devices": devices, "offered_rps": task["rate"],
             "goodput_rps": summary["goodput_rps"],
             "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
             "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),

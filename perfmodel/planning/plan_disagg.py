@@ -22,8 +22,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from .bounds import decode_rate_at_tpot
 from .screen import objective_key
 
@@ -90,31 +88,10 @@ def evaluate_disaggregated(task: Mapping[str, Any]) -> dict[str, Any]:
                 "rejected_for": "SLO",
                 "reason": f"attainment {summary['slo_attainment']:.3f} < {goal:g} at {rate:g} req/s with "
                           f"{prefill} prefill + {decode} decode workers after {runs} simulations"}
+    from .plan import plan_row
+
     return {"accepted": True, "outcome": "accepted", "simulated": True, "simulations": runs,
-            **_row(task, summary, prefill, decode, devices())}
-
-
-def _row(task: Mapping[str, Any], summary: Mapping[str, Any], prefill: int, decode: int,
-         devices: int) -> dict[str, Any]:
-    from .cost import tokens_per_s_per_mw
-    from .screen import hourly_cost
-
-    c, eng = task["candidate"], task["engine"]
-    pm, dm = task["model"], task["decode_model"]
-    power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
-    cost = hourly_cost(c, devices, task["tco"])
-    out_tps = summary["throughput_output_tokens_per_s"]
-    spec = eng.spec.label() if eng.spec is not None else "off"
-    name = f"{c.name} {prefill}P+{decode}D" + (f" + {spec}" if eng.spec is not None else "")
-    return {"deployment": name, "hardware": c.hardware, **c.layout, "spec_decode": spec,
-            "devices_per_replica": int(dm.devices), "prefill_devices_per_worker": int(pm.devices),
-            "prefill_workers": prefill, "decode_workers": decode, "replicas": prefill + decode,
-            "devices": devices, "kv_transfer_s": task.get("kv_transfer_s"),
-            "offered_rps": task["rate"], "goodput_rps": summary["goodput_rps"],
-            "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
-            "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),
-            "tpot_p95_s": summary.get("tpot_p95_s"), "output_tokens_per_s": out_tps, "power_w": power_w,
-            "power_basis": c.power.describe() if c.power is not None else "not given",
-            "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
-            "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
-            "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}
+            **plan_row(task, summary, f"{c.name} {prefill}P+{decode}D", devices(), {
+                "devices_per_replica": int(dm.devices), "prefill_devices_per_worker": int(pm.devices),
+                "prefill_workers": prefill, "decode_workers": decode, "replicas": prefill + decode,
+                "kv_transfer_s": task.get("kv_transfer_s")})}

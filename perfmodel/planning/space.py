@@ -89,12 +89,10 @@ class Layout:
         return self.tp * self.dp_attention
 
     def label(self) -> str:
-        parts = [f"tp{self.tp}"]
-        if self.dp_attention > 1:
-            parts.append(f"adp{self.dp_attention}")
-        if self.ep > 1:
-            parts.append(f"ep{self.ep}")
-        return "-".join(parts)
+        """``tp8``, ``tp1-adp8-ep8``... (:meth:`perfmodel.core.parallel.Parallel.label`)."""
+        from ..core.parallel import Parallel
+
+        return Parallel(tp=self.tp, dp_attention=self.dp_attention, ep=self.ep).label()
 
     def kwargs(self) -> dict[str, int]:
         return {"tp": self.tp, "dp_attention": self.dp_attention, "ep": self.ep}
