@@ -48,11 +48,12 @@ def test_capacity_bounds_by_hand():
     {"model": "llama-3.1-8b", "hardware": "h100-sxm", "tp": 1, "weights": "fp8"},
     {"model": "deepseek-v3", "hardware": "hgx-h200", "tp": 8, "ep": 8, "weights": "fp8"},
 ])
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "vllm+eagle:k=3"])
 def test_replica_bound_is_above_the_steady_state(kw, engine):
     from perfmodel.core.step import StepModel
 
-    eng, sm = Engine.load(engine), StepModel(**kw)
+    name, _, spec = engine.partition("+")
+    eng, sm = Engine.load(name, spec_decode=spec or None), StepModel(**kw)
     for isl, osl in ((2048, 256), (256, 2048)):
         x_ub = replica_capacity_bound(eng.step(sm), eng.profile, isl, osl)
         ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng)
@@ -115,6 +116,20 @@ def test_pruning_keeps_the_full_search_pick(objective):
     assert full.counts["simulated"] == 4 and full.counts["pruned_by"]["frontier"] == 0
     assert fast.counts["simulated"] < 4 and fast.counts["pruned_by"]["frontier"] + fast.counts["abandoned"] > 0
     assert len(fast.ranked) + len(fast.pruned) + len([r for r in fast.rejected if r["stage"] == "simulated"]) == 4
+
+
+def test_parallel_waves_keep_the_pick():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from perfmodel.planning.frontier import workers
+
+    w = Workload.fixed(ISL, OSL, rate=100.0)
+    serial = plan(None, w, SLO_HAND, _hand_candidates(), engine=ENGINE, requests=200)
+    with ThreadPoolExecutor(2) as pool:
+        assert workers(pool) == 2
+        par = plan(None, w, SLO_HAND, _hand_candidates(), engine=ENGINE, requests=200, executor=pool)
+    assert par.best == serial.best and workers(None) == 1
+    _identity(par.counts)
 
 
 def test_pd_candidate_priced_on_both_pools():
