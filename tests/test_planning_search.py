@@ -208,3 +208,17 @@ def test_pruning_keeps_the_full_search_pick_on_a_real_model():
     assert fast.best["deployment"] == full.best["deployment"] and fast.best["power_w"] == full.best["power_w"]
     assert fast.counts["simulated"] < full.counts["simulated"] == 3
     _identity(fast.counts)
+
+
+def test_max_load_stop_below_ends_early_with_the_same_verdict():
+    from perfmodel.serving import max_load
+
+    w = Workload.fixed(ISL, OSL, rate=1.0)
+    kw = dict(engine=ENGINE, requests=300, start=60.0)
+    full = max_load(ConstantStepModel(STEP), w, SLO_HAND, **kw)
+    quick = max_load(ConstantStepModel(STEP), w, SLO_HAND, stop_below=50.0, **kw)
+    # one replica saturates at 8 / (21 x 10 ms) = 38 req/s: both answers are below 50, the quick one
+    # after the first run at or below 50 that misses the target
+    assert full.max_load < 50.0 and quick.max_load < 50.0
+    assert quick.simulations < full.simulations
+    assert any(p["load"] <= 50.0 and p["slo_attainment"] < 0.95 for p in quick.curve)

@@ -156,8 +156,18 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
 
     # a run must hold several times the replica's concurrency limit, or overload never shows
     requests = max(task["requests"], int(3 * n_cap))
+    # the largest replica count that could still beat the best plan found: a per-replica rate below
+    # rate / allowed cannot win, so the search may stop once a load at or below it fails
+    allowed = int(task["min_replicas"])
+    while allowed < task["max_replicas"] and not beyond_bound(allowed + 1):
+        allowed += 1
+    floor = rate / allowed if task["bound"] is not None else None
     search = max_load(sm, w, slo, target=goal, mode="rate", engine=eng, seed=task["seed"],
-                      requests=requests, start=0.5 * x_max if x_max > 0 else None)
+                      requests=requests, start=0.5 * x_max if x_max > 0 else None, stop_below=floor)
+    if floor is not None and any(p["load"] <= floor and p["slo_attainment"] < goal for p in search.curve):
+        return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(c, "frontier", (
+            f"misses the SLO at {floor:.3g} req/s per replica, so it needs more than {allowed} replicas; ranks "
+            f"below the best plan found")), "pruned_by": "frontier", "min_devices": int((allowed + 1) * sm.devices)}
     cap = min(float(search.max_load), x_max)
     failed = {"accepted": False, "outcome": "failed", "simulated": True, "stage": "simulated"}
     if cap <= 0:
