@@ -183,6 +183,7 @@ def test_plan_cli_search_flags_and_counts(capsys):
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "search: 6 candidates; 4 invalid layouts;" in text and "simulated" in text
+    assert "search space: bf16 x tp 1,3; MoE models: dp-attention 1" in text and "P/D on; pruning on" in text
 
 
 def test_screen_prunes_before_simulating_with_reasons():

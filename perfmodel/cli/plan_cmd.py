@@ -159,6 +159,13 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
     for hw, row in i["list_prices"].items():
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))
+    space = i.get("search_space")
+    if isinstance(space, dict):
+        print(f"search space: {', '.join(space['precisions'])} x tp {','.join(map(str, space['tp']))}; MoE models: "
+              f"dp-attention {','.join(map(str, space['dp_attention']))}, ep "
+              f"{','.join(map(str, space['ep'])) if isinstance(space['ep'], list) else space['ep']}; "
+              f"aggregated {'on' if space['aggregated'] else 'off'}, P/D {'on' if space['disaggregated'] else 'off'}; "
+              f"pruning {'on' if i['prune'] else 'off'}")
     print(format_table(result.ranked, cols, why=PLAN_WHY))
     print(result.search_line() + (" (--no-prune simulates every feasible one; --format json lists the pruned)"
                                    if result.pruned else ""))
