@@ -43,14 +43,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import checks
 from ..errors import ConfigError, PerfmodelError
 from ..hardware import load_hardware
-from .cost import TotalCost, power_basis, tokens_per_s_per_mw, usd
-from .screen import hourly_cost, objective_key
+from .cost import TotalCost, power_basis, usd
+from .plan_row import plan_row
+from .screen import objective_key
 from .space import Candidate, enumerate_candidates
 
 __all__ = ["Candidate", "PlanResult", "enumerate_candidates", "evaluate_candidate", "plan"]
@@ -197,30 +197,6 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
             **plan_row(task, summary, f"{c.name} x{replicas}", int(replicas * sm.devices), {
                 "devices_per_replica": int(sm.devices), "replicas": replicas, "per_replica_max_rps": cap,
                 "per_replica_steady_state_rps": x_max})}
-
-
-def plan_row(task: Mapping[str, Any], summary: Mapping[str, Any], name: str, devices: int,
-             sizing: Mapping[str, Any]) -> dict[str, Any]:
-    """The ranked row of a sized candidate: its simulation summary, power [W] and cost [USD/h] of ``devices``.
-
-    ``sizing`` holds the layout-specific fields (replicas, or P/D worker counts); the deployment name
-    gets the speculative-decoding label when the engine has one.
-    """
-    c, eng = task["candidate"], task["engine"]
-    power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
-    cost = hourly_cost(c, devices, task["tco"])
-    out_tps = summary["throughput_output_tokens_per_s"]
-    spec = eng.spec.label() if eng.spec is not None else "off"
-    return {"deployment": name + (f" + {spec}" if eng.spec is not None else ""), "hardware": c.hardware,
-            **c.layout, "spec_decode": spec, **sizing, "devices": devices, "offered_rps": task["rate"],
-            "goodput_rps": summary["goodput_rps"],
-            "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
-            "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),
-            "tpot_p95_s": summary.get("tpot_p95_s"), "output_tokens_per_s": out_tps, "power_w": power_w,
-            "power_basis": c.power.describe() if c.power is not None else "not given",
-            "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
-            "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
-            "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}
 
 
 def _price_for(price: Any, hw: str | None) -> float | None:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .bounds import decode_rate_at_tpot
+from .plan_row import plan_row
 from .screen import objective_key
 
 
@@ -88,8 +89,6 @@ def evaluate_disaggregated(task: Mapping[str, Any]) -> dict[str, Any]:
                 "rejected_for": "SLO",
                 "reason": f"attainment {summary['slo_attainment']:.3f} < {goal:g} at {rate:g} req/s with "
                           f"{prefill} prefill + {decode} decode workers after {runs} simulations"}
-    from .plan import plan_row
-
     return {"accepted": True, "outcome": "accepted", "simulated": True, "simulations": runs,
             **plan_row(task, summary, f"{c.name} {prefill}P+{decode}D", devices(), {
                 "devices_per_replica": int(dm.devices), "prefill_devices_per_worker": int(pm.devices),
