@@ -137,7 +137,8 @@ def run(args) -> int:
         status = 2  # the plan is printed; its launch configuration is not expressible (bad input)
     extra = {"launch": launch.as_dict() if launch is not None else None, "launch_error": launch_error} \
         if args.launch is not None else {}
-    rows = [{"status": "ranked", **r} for r in result.ranked] + [{"status": "rejected", **r} for r in result.rejected]
+    rows = [{"status": kind, **r} for kind, part in (("ranked", result.ranked), ("rejected", result.rejected),
+                                                     ("pruned", result.pruned)) for r in part]
     emit(args.format, table=lambda: _plan_table(result, args, launch, launch_error), rows=rows,
          document={**result.as_dict(), **extra, "note": engine_note(args.engine)})
     return status
