@@ -223,3 +223,24 @@ def test_max_load_stop_below_ends_early_with_the_same_verdict():
     assert full.max_load < 50.0 and quick.max_load < 50.0
     assert quick.simulations < full.simulations
     assert any(p["load"] <= 50.0 and p["slo_attainment"] < 0.95 for p in quick.curve)
+
+
+def test_one_progress_bar_over_all_candidates(monkeypatch):
+    import io
+    import sys
+
+    from perfmodel import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    w = Workload.fixed(ISL, OSL, rate=100.0)
+    r = plan(None, w, SLO_HAND, _hand_candidates(), engine=ENGINE, requests=200, progress=True)
+    # every candidate counted once: screened out, simulated or pruned at the frontier
+    assert "plan" in stream.getvalue() and "6/6" in stream.getvalue()
+    assert stream.getvalue().count("candidates") == 0   # no per-wave bars of map_tasks
+    _identity(r.counts)

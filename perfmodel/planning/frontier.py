@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..progress import Bar
 from .screen import PRUNE_REASONS, objective_key, screen, steady_bound
 
 
@@ -43,7 +44,8 @@ def workers(executor: Any) -> int:
 
 
 def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Callable[[Any], dict[str, Any]],
-           run: Callable[[Callable, list], list], wave: int = 1, prune: bool = True) -> dict[str, Any]:
+           run: Callable[[Callable, list], list], wave: int = 1, prune: bool = True,
+           progress: bool | None = False) -> dict[str, Any]:
     """Screen, order and evaluate ``tasks`` (module docstring).
 
     Parameters
@@ -61,6 +63,9 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
         Tasks evaluated side by side.
     prune : bool
         Stop when the remaining tasks cannot beat the best found (False: evaluate every feasible task).
+    progress : bool | None
+        One bar over the tasks, each counted when screened out, simulated or pruned
+        (:mod:`perfmodel.progress`).
 
     Returns
     -------
@@ -70,6 +75,7 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
     rejected, pruned, feasible = [], [], []
     by = dict.fromkeys(PRUNE_REASONS, 0)
     invalid = 0
+    bar = Bar(len(tasks), "plan", progress, unit="candidate")
     for index, task in enumerate(tasks):
         c, w = task["candidate"], task["workload"]
         isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
@@ -87,6 +93,8 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
                     "refined": c.disaggregated}
             bound = objective_key(c, s["min_devices"], task["tco"], keys)
             feasible.append((bound, (bound, index), full))
+            continue
+        bar.update()
     heapq.heapify(feasible)
     accepted: list[tuple] = []
     best: tuple | None = None   # (ranking tuple, tie-break) of the best plan found
@@ -104,7 +112,9 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
             batch.append({**task, "bound": best if prune else None, "tie": tie})
         if not batch:
             break
+        bar.note(f"simulating {batch[0]['candidate'].name}" + (f" +{len(batch) - 1}" if len(batch) > 1 else ""))
         for task, out in zip(batch, run(evaluate, batch), strict=True):
+            bar.update()
             out.pop("accepted", None)
             outcome, simulated = out.pop("outcome"), out.pop("simulated")
             counts["simulated"] += bool(simulated)
@@ -120,6 +130,8 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
                 by["frontier"] += not simulated
                 out.pop("rejected_for", None)
                 pruned.append(out)
+    bar.update(len(feasible))   # the rest: pruned at the frontier
+    bar.close()
     for _, _, task in feasible:
         by["frontier"] += 1
         c = task["candidate"]

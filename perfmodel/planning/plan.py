@@ -278,8 +278,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     executor : None | Executor | dask.distributed.Client
         Evaluate candidates in parallel (:func:`perfmodel.planning.executor.map_tasks`).
     progress : bool | None
-        A bar of the candidates evaluated (:mod:`perfmodel.progress`: True always, None only when stderr
-        is a terminal, False never).
+        One bar over the candidates, each counted when screened out, simulated or pruned
+        (:mod:`perfmodel.progress`: True always, None only when stderr is a terminal, False never).
     spec_decode : sequence, optional
         Speculative-decoding settings to search, each candidate under each (``None`` or ``"off"``,
         ``"eagle:k=3"``, ``"mtp:k=2"``...; :mod:`perfmodel.engine.speculative`); rows say which.
@@ -352,8 +352,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
               "seed": seed, "requests": requests, "max_replicas": max_replicas,
               "extra_replicas": extra_replicas, "tco": tco} for c in cands for e in engines]
     found = search(tasks, OBJECTIVES[objective], evaluate_candidate,
-                   lambda fn, batch: map_tasks(fn, batch, executor, progress, "candidates"),
-                   wave=workers(executor), prune=bool(prune))
+                   lambda fn, batch: map_tasks(fn, batch, executor, False, "candidates"),
+                   wave=workers(executor), prune=bool(prune), progress=progress)
     inputs = {"model": model, "rate_rps": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
               "slo": s.limits(), "target": s.target, "objective": objective,
               "engine": engines[0].label,
