@@ -6,11 +6,12 @@ P/D-disaggregated. Every candidate is first **screened analytically**
 (:mod:`perfmodel.planning.screen`): the layout must be valid, the weights and one request's KV cache
 must fit, an idle replica's TTFT/TPOT/E2E floors must be within the SLO (the per-user speed ceiling),
 and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry
-the rate, hence a lower bound on devices, power and cost. Candidates are then **simulated in the
-order of that bound**, and (``prune=True``) only while the bound could still beat the best plan
-found: a candidate whose bound does not rank above the best is pruned unsimulated
-(:mod:`perfmodel.planning.frontier`). The bound never exceeds what the sizing below returns, so the
-plan picked is the one a full search (``prune=False``) picks.
+the rate, hence a lower bound on devices, power and cost. Candidates are then **simulated best
+bound first** (:mod:`perfmodel.planning.frontier`: an aggregated one's bound is first tightened to its
+steady-state capacity), and (``prune=True``) only while the bound could still beat the best plan
+found; the others are pruned unsimulated, and a simulated one is left as soon as it needs more
+replicas than could win. The bound never exceeds what the sizing below returns, so the plan picked is
+the one a full search (``prune=False``) picks.
 
 An aggregated candidate is sized as follows:
 
@@ -30,10 +31,9 @@ A P/D candidate's prefill and decode worker counts are sized by :mod:`perfmodel.
 includes the ramp-up and the drain of a finite run, so it reads a little below ``offered_rps``).
 Accepted candidates are ranked by ``objective``: ``devices`` (R × devices per replica), ``power``
 [W on the stated basis] or ``cost`` [USD/h, from a device-hour price or a total-cost model], ties
-broken by the others, then by the search order (the lower bound's ranking, then the order of
-enumeration). Every assumption (engine, seed, requests
-simulated, power basis, prices, search space) and the counts of candidates enumerated, pruned (by
-reason) and simulated are returned with the plan.
+broken by the others, then by the screen's bound, then by the order of enumeration. Every
+assumption (engine, seed, requests simulated, power basis, prices, search space) and the counts of
+candidates enumerated, pruned (by reason) and simulated are returned with the plan.
 """
 
 from __future__ import annotations
