@@ -1389,10 +1389,12 @@ NB05 = [
 
     ## 5. A capacity plan
 
-    `plan` answers "how many devices for this load and SLO, and which design is cheapest?". For each
-    candidate it checks the layout, the memory, the SLO floor on an idle replica, then finds one
-    replica's highest rate meeting the joint SLO by simulation, takes enough replicas for the target
-    rate and verifies them together. Rejected candidates come back with the reason.
+    `plan` answers "how many devices for this load and SLO, and which design is cheapest?". It screens
+    every candidate without simulating (layout, memory, the SLO floor on an idle replica, a capacity
+    bound on the replicas it needs), then, best bound first, simulates only those that could still beat
+    the best plan found: it finds one replica's highest rate meeting the joint SLO, takes enough
+    replicas for the target rate and verifies them together. Rejected candidates come back with the
+    reason; `prune=False` ranks every feasible candidate (same winner, slower).
     """),
     code("""
     result = plan("llama-3.1-70b", {"arrival": {"process": "poisson", "rate": 12.0}, "isl": 2048, "osl": 256},
@@ -1405,7 +1407,7 @@ NB05 = [
                         "goodput [req/s]": ranked["goodput_rps"], "attainment [%]": ranked["slo_attainment"] * 100,
                         "cost [USD/h]": ranked["cost_per_hour"],
                         "USD per M output tokens": ranked["usd_per_m_output_all_in"]}).round(2).to_string(index=False))
-    print()
+    print(result.search_line())
     for r in result.rejected:
         print(f"rejected {r['deployment']}: {r['rejected_for']} - {r['reason']}")
     """),

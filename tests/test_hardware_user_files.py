@@ -98,7 +98,8 @@ def test_plan_cli_with_a_yaml_file_and_its_id_in_prices(my_gpu, capsys):
     path = my_gpu()
     rc = main(["plan", "--model", "llama-3.1-8b", "--rate", "2", "--isl", "512", "--osl", "64",
                "--slo-ttft", "2s", "--slo-tpot", "100ms", "--hardware", f"{path},h100-sxm", "--tp", "1",
-               "--objective", "cost", "--price", "my-gpu-test=1.5/h", "--requests", "60", "--format", "json"])
+               "--objective", "cost", "--price", "my-gpu-test=1.5/h", "--requests", "60", "--no-prune",
+               "--format", "json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     by_hw = {r["hardware"]: r for r in out["ranked"]}

@@ -61,10 +61,14 @@ def test_plan_load_rejection_and_ranking():
     slo = {"ttft": "1 s", "tpot": "50 ms", "target": 0.95}
     small = Candidate("small", ConstantStepModel(STEP, devices=1), power=PowerBasis("tdp", 1000.0))
     big = Candidate("big", ConstantStepModel(STEP / 2, devices=4), power=PowerBasis("tdp", 100.0))
-    r = plan(None, w, slo, [big, small], engine=ENGINE, requests=300, objective="devices")
+    r = plan(None, w, slo, [big, small], engine=ENGINE, requests=300, objective="devices", prune=False)
     assert [x["deployment"].split()[0] for x in r.ranked] == ["small", "big"]  # 3 devices vs 8
-    r = plan(None, w, slo, [big, small], engine=ENGINE, requests=300, objective="power")
+    r = plan(None, w, slo, [big, small], engine=ENGINE, requests=300, objective="power", prune=False)
     assert [x["deployment"].split()[0] for x in r.ranked] == ["big", "small"]  # 800 W vs 3000 W
+    # pruned: the same best; the other is left unsimulated (its bound, 2 x 4 devices, cannot beat 3)
+    r = plan(None, w, slo, [big, small], engine=ENGINE, requests=300, objective="devices")
+    assert [x["deployment"].split()[0] for x in r.ranked] == ["small"]
+    assert [x["deployment"] for x in r.pruned] == ["big"] and r.pruned[0]["min_devices"] == 8
     r = plan(None, w, slo, [small], engine=ENGINE, requests=300, max_replicas=2)
     assert r.ranked == [] and r.rejected[0]["rejected_for"] == "load"
 

@@ -111,7 +111,8 @@ def _plan(objective, **kw):
     slo = SLO(ttft="1 s", tpot="50 ms", target=0.95)
     pb = PowerBasis("tdp", 300.0, source="input")
     cands = [Candidate(f"one {hw}", ConstantStepModel(0.01), hw, power=pb) for hw in ("l40s", "h100-sxm", "gaudi2")]
-    return plan(None, w, slo, cands, engine=ENGINE, requests=200, objective=objective, **kw)
+    # every candidate ranked (no frontier pruning): the tests read each hardware's row
+    return plan(None, w, slo, cands, engine=ENGINE, requests=200, objective=objective, prune=False, **kw)
 
 
 def test_cost_plan_uses_the_cheapest_list_price_and_names_the_row():

@@ -39,9 +39,12 @@ from .output import (
 def register(sub) -> None:
     p = sub.add_parser(
         "plan", help="cheapest deployments meeting a joint SLO at a target load",
-        description="Rank candidate replicas (hardware x tp x precision) by devices, power or cost: each is "
-                    "sized with the serving simulator to meet the SLO attainment target at the given rate. "
-                    "Rejected candidates are listed with the reason (layout, memory, SLO, load).")
+        description="Rank candidate replicas (hardware x layout x precision, aggregated or P/D-disaggregated) "
+                    "by devices, power or cost: memory, the idle TTFT/TPOT floors and a capacity bound screen "
+                    "every candidate; those that could beat the best found are sized with the serving "
+                    "simulator to meet the SLO attainment target at the given rate. Rejected candidates are "
+                    "listed with the reason (layout, memory, SLO, load); the counts enumerated, pruned and "
+                    "simulated are printed.")
     p.add_argument("--model", required=True, help="model id, e.g. llama-3.1-70b")
     p.add_argument("--rate", type=POSITIVE_REAL, required=True, help="target arrival rate [requests/s]")
     p.add_argument("--isl", type=POSITIVE, required=True, help="prompt tokens per request")
@@ -55,6 +58,17 @@ def register(sub) -> None:
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
     p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats to try (default bf16)")
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
+    p.add_argument("--dp-attention", type=count_list(), default=[1],
+                   help="MoE models: attention data-parallel ranks per replica to try (default 1); a replica "
+                        "spans tp x dp-attention devices")
+    p.add_argument("--ep", type=count_list(), default=None,
+                   help="MoE models: expert-parallel sizes to try (default: tp x dp-attention, wide EP)")
+    p.add_argument("--disaggregated", action="store_true",
+                   help="also search P/D-disaggregated pairs (prefill and decode pools, each layout above, "
+                        "worker counts sized by simulation)")
+    p.add_argument("--no-prune", dest="prune", action="store_false",
+                   help="simulate every feasible candidate (full ranking) instead of only those whose analytic "
+                        "bound could beat the best found")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
     p.add_argument("--engine", default="vllm",
@@ -115,14 +129,16 @@ def run(args) -> int:
                   idle=args.idle, utilisation=args.utilisation, price=prices_by_hardware(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,),
-                  progress=progress_of(args))
+                  progress=progress_of(args), dp_attention=args.dp_attention, ep=args.ep,
+                  disaggregated=args.disaggregated, prune=args.prune)
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     launch, launch_error = _launch(result, args.launch)
     if launch_error:
         status = 2  # the plan is printed; its launch configuration is not expressible (bad input)
     extra = {"launch": launch.as_dict() if launch is not None else None, "launch_error": launch_error} \
         if args.launch is not None else {}
-    rows = [{"status": "ranked", **r} for r in result.ranked] + [{"status": "rejected", **r} for r in result.rejected]
+    rows = [{"status": kind, **r} for kind, part in (("ranked", result.ranked), ("rejected", result.rejected),
+                                                     ("pruned", result.pruned)) for r in part]
     emit(args.format, table=lambda: _plan_table(result, args, launch, launch_error), rows=rows,
          document={**result.as_dict(), **extra, "note": engine_note(args.engine)})
     return status
@@ -144,10 +160,19 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
     for hw, row in i["list_prices"].items():
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))
+    space = i.get("search_space")
+    if isinstance(space, dict):
+        print(f"search space: {', '.join(space['precisions'])} x tp {','.join(map(str, space['tp']))}; MoE models: "
+              f"dp-attention {','.join(map(str, space['dp_attention']))}, ep "
+              f"{','.join(map(str, space['ep'])) if isinstance(space['ep'], list) else space['ep']}; "
+              f"aggregated {'on' if space['aggregated'] else 'off'}, P/D {'on' if space['disaggregated'] else 'off'}; "
+              f"pruning {'on' if i['prune'] else 'off'}")
     print(format_table(result.ranked, cols, why=PLAN_WHY))
+    print(result.search_line() + (" (--no-prune simulates every feasible one; --format json lists the pruned)"
+                                   if result.pruned else ""))
     if result.rejected:
         print("\nrejected:")
-        print(format_table(result.rejected, ["deployment", "rejected_for", "reason"]))
+        print(format_table(_grouped(result.rejected), ["deployment", "rejected_for", "reason"]))
     print(f"note: {engine_note(args.engine)}")
     if launch is not None:
         print(f"\nlaunch configuration of rank 1 ({result.ranked[0]['deployment']}):\n{launch.text()}")
@@ -167,6 +192,15 @@ def _launch(result, engine: str | None):
         return result.launch(engine), None
     except PerfmodelError as exc:
         return None, str(exc)
+
+
+def _grouped(rows: list[dict]) -> list[dict]:
+    """One row per (rejected_for, reason): the first deployment and how many more share it."""
+    groups: dict[tuple, list[str]] = {}
+    for r in rows:
+        groups.setdefault((r["rejected_for"], r["reason"]), []).append(r["deployment"])
+    return [{"deployment": names[0] + (f" (+{len(names) - 1} like it)" if len(names) > 1 else ""),
+             "rejected_for": kind, "reason": reason} for (kind, reason), names in groups.items()]
 
 
 def _list_price_line(row: dict) -> str:

@@ -1,27 +1,39 @@
 """Capacity plans: the cheapest deployments that meet a joint SLO at a target load.
 
-For each candidate replica (model × hardware × layout × precision), in order:
+The search space (:mod:`perfmodel.planning.space`) is model × hardware × layout (tp; for MoE models
+attention DP and EP) × precision × speculative decoding, aggregated and, on request,
+P/D-disaggregated. Every candidate is first **screened analytically**
+(:mod:`perfmodel.planning.screen`): the layout must be valid, the weights and one request's KV cache
+must fit, an idle replica's TTFT/TPOT/E2E floors must be within the SLO (the per-user speed ceiling),
+and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry
+the rate, hence a lower bound on devices, power and cost. Candidates are then **simulated best
+bound first** (:mod:`perfmodel.planning.frontier`: an aggregated one's bound is first tightened to its
+steady-state capacity), and (``prune=True``) only while the bound could still beat the best plan
+found; the others are pruned unsimulated, and a simulated one is left as soon as it needs more
+replicas than could win. The bound never exceeds what the sizing below returns, so the plan picked is
+the one a full search (``prune=False``) picks.
 
-1. **layout**: the layout must be valid for the model and hardware (else rejected, with the reason);
-2. **memory**: the weights must fit and leave KV-cache room for at least one request (isl + osl);
-3. **SLO floor**: an idle replica's prefill of one prompt and one decode step must be within the TTFT
-   and TPOT limits (no load can do better than these floors);
-4. **per-replica capacity**: :func:`perfmodel.serving.max_load` finds the highest arrival rate
+An aggregated candidate is sized as follows:
+
+1. **per-replica capacity**: :func:`perfmodel.serving.max_load` finds the highest arrival rate
    :math:`\\lambda_1` [req/s] one replica sustains with the SLO attainment at or above the target,
    bounded by the replica's steady-state throughput at its concurrency limit
-   (:func:`perfmodel.serving.steady_state` at ``max_num_seqs``, KV-cache limited); every simulated run
-   holds at least three times that concurrency limit in requests, so that overload shows;
-5. **replicas**: :math:`R = \\lceil \\lambda / \\lambda_1 \\rceil` for the target rate λ, then a
-   simulation of R replicas behind a least-loaded router at rate λ checks the attainment (R is raised
-   while it falls short, up to ``extra_replicas`` times); more than ``max_replicas`` is a **load**
-   rejection.
+   (:func:`perfmodel.planning.screen.steady_bound`); every simulated run holds at least three times that
+   concurrency limit in requests, so that overload shows;
+2. **replicas**: :math:`R = \\lceil \\lambda / \\lambda_1 \\rceil` for the target rate λ (at least the
+   screen's bound), then a simulation of R replicas behind a least-loaded router at rate λ checks the
+   attainment (R is raised while it falls short, up to ``extra_replicas`` times); more than
+   ``max_replicas`` is a **load** rejection.
+
+A P/D candidate's prefill and decode worker counts are sized by :mod:`perfmodel.planning.plan_disagg`.
 
 ``goodput_rps`` is the simulation's (requests meeting every limit per second of simulated time, which
 includes the ramp-up and the drain of a finite run, so it reads a little below ``offered_rps``).
 Accepted candidates are ranked by ``objective``: ``devices`` (R × devices per replica), ``power``
 [W on the stated basis] or ``cost`` [USD/h, from a device-hour price or a total-cost model], ties
-broken by the others. Every assumption (engine, seed, requests simulated, power basis, prices) is
-returned with the plan.
+broken by the others, then by the screen's bound, then by the order of enumeration. Every
+assumption (engine, seed, requests simulated, power basis, prices, search space) and the counts of
+candidates enumerated, pruned (by reason) and simulated are returned with the plan.
 """
 
 from __future__ import annotations
@@ -31,14 +43,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import checks
 from ..errors import ConfigError, PerfmodelError
 from ..hardware import load_hardware
-from ..modelspec import load_model
-from .cost import PowerBasis, TotalCost, power_basis, tokens_per_s_per_mw, usd, usd_per_hour
+from .cost import TotalCost, power_basis, usd
+from .plan_row import plan_row
+from .screen import objective_key
+from .space import Candidate, enumerate_candidates
+
+__all__ = ["Candidate", "PlanResult", "enumerate_candidates", "evaluate_candidate", "plan"]
 
 OBJECTIVES = {"devices": ("devices", "power_w", "cost_per_hour"),
               "power": ("power_w", "devices", "cost_per_hour"),
@@ -46,72 +61,32 @@ OBJECTIVES = {"devices": ("devices", "power_w", "cost_per_hour"),
 
 
 @dataclass
-class Candidate:
-    """One replica design to consider.
+class PlanResult:
+    """Outcome of :func:`plan`.
 
     Attributes
     ----------
-    name : str
-        Label shown in the plan (e.g. ``"4x h100-sxm tp4 bf16"``).
-    step_model : StepModelLike | Mapping
-        A step model (a :class:`~perfmodel.core.step.StepModel` or a stand-in) or ``StepModel``
-        keyword arguments, built when evaluated.
-    hardware : str, optional
-        Hardware id (for power and prices).
-    spec : Accelerator | System, optional
-        The resolved hardware spec (user files included), used for the power basis.
-    price_source : str
-        Where the cost comes from: ``input``, ``list price row <id>`` (:mod:`perfmodel.planning.prices`),
-        ``total-cost model`` or ``not given``.
-    power : PowerBasis, optional
-        Power basis; None = no power figure.
-    price : float, optional
-        USD per device-hour.
-    layout : dict
-        Fields shown in the plan (tp, pp, ep, precision...).
+    ranked : list of dict
+        Simulated deployments meeting the SLO, best first.
+    rejected : list of dict
+        Candidates that cannot meet the SLO at the rate, each with ``rejected_for`` (layout, memory,
+        SLO, load), ``reason`` and ``stage`` (``analytic`` or ``simulated``).
+    inputs : dict
+        Every setting and default used, the search space included.
+    pruned : list of dict
+        Feasible candidates left unsimulated (or abandoned) because their lower bound ranks below the
+        best plan found (``pruned_by`` = ``frontier``, with ``min_devices``).
+    counts : dict
+        ``enumerated`` = ``invalid_layout`` + ``pruned_analytically`` + ``simulated``; ``pruned_by``
+        per reason (memory, speed_ceiling, capacity, frontier); ``simulated`` = ``accepted`` +
+        ``failed`` + ``abandoned`` (left at the frontier after a simulation).
     """
-
-    name: str
-    step_model: Any
-    hardware: str | None = None
-    power: PowerBasis | None = None
-    price: float | None = None
-    layout: dict[str, Any] = field(default_factory=dict)
-    spec: Any = None
-    price_source: str = "not given"
-
-
-def enumerate_candidates(model: str, hardware: Sequence[str], precisions: Sequence[str] = ("bf16",),
-                         tp: Sequence[int] = (1, 2, 4, 8), kv_cache: str | None = None) -> list[Candidate]:
-    """Candidate replicas for a model on each hardware: every tp in ``tp`` within the scale-up domain.
-
-    MoE models use expert parallelism over the tensor-parallel group (ep = tp). Layouts that the
-    model rejects are still returned: :func:`plan` reports them with the reason.
-    """
-    spec = load_model(model)
-    out = []
-    for hw in hardware:
-        hw_spec = load_hardware(hw)  # an id, alias or YAML path; the spec itself travels with the candidate
-        acc_id = hw_spec.id
-        for prec in precisions:
-            for t in tp:
-                kw = {"model": spec.id, "hardware": hw_spec, "tp": int(t), "weights": prec,
-                      "kv_cache": kv_cache or "bf16"}
-                if spec.moe is not None:
-                    kw["ep"] = int(t)
-                out.append(Candidate(f"{t}x {acc_id} tp{t} {prec}", kw, acc_id,
-                                     layout={"tp": int(t), "pp": 1, "ep": kw.get("ep", 1), "precision": prec},
-                                     spec=hw_spec))
-    return out
-
-
-@dataclass
-class PlanResult:
-    """Outcome of :func:`plan`: ranked feasible deployments, rejected candidates and the inputs."""
 
     ranked: list[dict[str, Any]]
     rejected: list[dict[str, Any]]
     inputs: dict[str, Any]
+    pruned: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -122,7 +97,20 @@ class PlanResult:
         return pd.DataFrame(self.ranked)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ranked": self.ranked, "rejected": self.rejected, "inputs": self.inputs}
+        return {"ranked": self.ranked, "rejected": self.rejected, "pruned": self.pruned, "counts": self.counts,
+                "inputs": self.inputs}
+
+    def search_line(self) -> str:
+        """One sentence: candidates enumerated, rejected, pruned analytically (by reason) and simulated."""
+        n = self.counts
+        if not n:
+            return ""
+        by = n["pruned_by"]
+        return (f"search: {n['enumerated']} candidates; {n['invalid_layout']} invalid layouts; "
+                f"{n['pruned_analytically']} pruned analytically (memory {by['memory']}, speed ceiling "
+                f"{by['speed_ceiling']}, capacity {by['capacity']}, cannot beat the best {by['frontier']}); "
+                f"{n['simulated']} simulated ({n['accepted']} meet the SLO, {n['failed']} fail, "
+                f"{n['abandoned']} left at the frontier)")
 
     def launch(self, engine: str, rank: int = 1, **kw: Any):
         """Launch configuration (``vllm``, ``sglang``, ``trtllm`` or ``dynamo``) of the deployment ranked
@@ -138,85 +126,64 @@ def _reject(c: Candidate, kind: str, reason: str) -> dict[str, Any]:
     return {"deployment": c.name, "hardware": c.hardware, **c.layout, "rejected_for": kind, "reason": reason}
 
 
-def _build(c: Candidate):
-    from ..core.step import StepModel
-    from ..serving.protocol import resolve_step_model
-
-    if isinstance(c.step_model, Mapping):
-        return StepModel(**dict(c.step_model))
-    return resolve_step_model(c.step_model)
-
-
-def _memory_reason(sm: Any, tokens: float) -> str | None:
-    usable = getattr(sm, "hardware", None) and sm.hardware.memory_capacity * (1 - sm.reserve)
-    if usable and sm.weights_per_device > usable:
-        return (f"weights need {sm.weights_per_device / 1e9:.1f} GB per device, usable memory is "
-                f"{usable / 1e9:.1f} GB ({sm.hardware.memory_capacity / 1e9:.0f} GB less the reserve)")
-    if float(sm.kv_capacity_tokens) < tokens:
-        return (f"KV-cache room for {int(sm.kv_capacity_tokens):,} tokens per replica is less than one "
-                f"request ({int(tokens):,} tokens)")
-    return None
-
-
-def _floor_reason(sm: Any, isl: float, osl: float, slo: Any) -> str | None:
-    ttft0 = float(np.ravel(sm.step_time(0.0, 0.0, isl, 0.0))[0])
-    tpot0 = float(np.ravel(sm.step_time(1.0, isl + osl / 2.0, 0.0, 0.0))[0])
-    if slo.ttft is not None and ttft0 > slo.ttft:
-        return f"TTFT floor {ttft0:.3g} s (idle replica, one prompt) exceeds the limit {slo.ttft:g} s"
-    if slo.tpot is not None and tpot0 > slo.tpot:
-        return f"TPOT floor {tpot0 * 1e3:.3g} ms (one sequence) exceeds the limit {slo.tpot * 1e3:g} ms"
-    return None
-
-
 def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
-    """Evaluate one candidate (steps 1–5 of the module docstring). Module level: runs on executors.
+    """Size and simulate one screened candidate. Module level: runs on executors.
 
-    Returns a dict with ``accepted`` True and the plan row, or False and the rejection; both say
-    which speculative decoding the candidate ran (``spec_decode``).
+    ``task`` holds the screen's result (:func:`perfmodel.planning.screen.screen`) and the plan's
+    settings. Returns a dict with ``accepted`` True and the plan row, or False with ``outcome``
+    ``failed`` (the rejection) or ``pruned`` (it cannot beat ``task["bound"]``); all say which
+    speculative decoding the candidate ran (``spec_decode``) and whether it was ``simulated``.
     """
-    from ..engine.engine import Engine
+    from .plan_disagg import evaluate_disaggregated
 
-    spec = Engine.load(task["engine"]).spec
-    out = _evaluate(task)
+    spec = task["engine"].spec
+    out = evaluate_disaggregated(task) if task["candidate"].disaggregated else _evaluate(task)
     out.setdefault("spec_decode", spec.label() if spec is not None else "off")
     return out
 
 
 def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
-    from ..engine.engine import Engine
-    from ..serving import max_load, simulate, steady_state
+    from ..serving import max_load, simulate
 
     c: Candidate = task["candidate"]
-    w, slo, rate, goal = task["workload"], task["slo"], task["rate"], task["target"]
-    try:
-        sm = _build(c)
-    except PerfmodelError as exc:
-        return {"accepted": False, **_reject(c, "layout", str(exc))}
-    isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
-    reason = _memory_reason(sm, isl + osl)
-    if reason:
-        return {"accepted": False, **_reject(c, "memory", reason)}
-    reason = _floor_reason(sm, isl, osl, slo)
-    if reason:
-        return {"accepted": False, **_reject(c, "SLO", reason)}
-    eng = Engine.load(task["engine"])
-    ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng)
-    x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
+    w, slo, rate, goal, eng = task["workload"], task["slo"], task["rate"], task["target"], task["engine"]
+    sm = task["model"]
+    x_max, n_cap = task["x_max"], task["n_cap"]   # the steady state at the concurrency limit (the bound)
+
+    def beyond_bound(replicas: int) -> bool:
+        key = objective_key(c, int(replicas * sm.devices), task["tco"], task["keys"])
+        return task["bound"] is not None and (key, task["tie"]) > task["bound"]
+
     # a run must hold several times the replica's concurrency limit, or overload never shows
     requests = max(task["requests"], int(3 * n_cap))
+    # the largest replica count that could still beat the best plan found: a per-replica rate below
+    # rate / allowed cannot win, so the search may stop once a load at or below it fails
+    allowed = int(task["min_replicas"])
+    while allowed < task["max_replicas"] and not beyond_bound(allowed + 1):
+        allowed += 1
+    floor = rate / allowed if task["bound"] is not None else None
     search = max_load(sm, w, slo, target=goal, mode="rate", engine=eng, seed=task["seed"],
-                      requests=requests, start=0.5 * x_max if x_max > 0 else None)
+                      requests=requests, start=0.5 * x_max if x_max > 0 else None, stop_below=floor)
+    if floor is not None and any(p["load"] <= floor and p["slo_attainment"] < goal for p in search.curve):
+        return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(c, "frontier", (
+            f"misses the SLO at {floor:.3g} req/s per replica, so it needs more than {allowed} replicas; ranks "
+            f"below the best plan found")), "pruned_by": "frontier", "min_devices": int((allowed + 1) * sm.devices)}
     cap = min(float(search.max_load), x_max)
+    failed = {"accepted": False, "outcome": "failed", "simulated": True, "stage": "simulated"}
     if cap <= 0:
-        return {"accepted": False, **_reject(c, "SLO", f"attainment below {goal:g} even at the lowest "
-                                                      f"load tried ({search.simulations} simulations)")}
-    replicas = max(1, math.ceil(rate / cap - 1e-9))
+        return {**failed, **_reject(c, "SLO", f"attainment below {goal:g} even at the lowest "
+                                              f"load tried ({search.simulations} simulations)")}
+    replicas = max(1, math.ceil(rate / cap - 1e-9), int(task["min_replicas"]))
     if replicas > task["max_replicas"]:
-        return {"accepted": False, **_reject(c, "load", f"needs {replicas} replicas "
-                                                        f"(> max_replicas {task['max_replicas']}) at "
-                                                        f"{cap:.3g} req/s per replica")}
+        return {**failed, **_reject(c, "load", f"needs {replicas} replicas "
+                                               f"(> max_replicas {task['max_replicas']}) at "
+                                               f"{cap:.3g} req/s per replica")}
     summary: dict[str, Any] = {}
     for _ in range(task["extra_replicas"] + 1):
+        if beyond_bound(replicas):
+            return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(c, "frontier", (
+                f"{replicas} replicas needed or more ({cap:.3g} req/s per replica); ranks below the best plan "
+                f"found")), "pruned_by": "frontier", "min_devices": int(replicas * sm.devices)}
         res = simulate(sm, w.with_load(rate=rate), engine=eng, replicas=replicas, seed=task["seed"],
                        requests=max(requests, 100 * replicas, int(3 * n_cap * replicas)), slo=slo)
         summary = res.summary()
@@ -224,32 +191,12 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
             break
         replicas += 1
     if summary["slo_attainment"] < goal:
-        return {"accepted": False, **_reject(c, "SLO", f"attainment {summary['slo_attainment']:.3f} < {goal:g} "
-                                                      f"at {rate:g} req/s with {replicas} replicas")}
-    devices = int(replicas * sm.devices)
-    power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
-    cost = _hourly(c, devices, task["tco"])
-    out_tps = summary["throughput_output_tokens_per_s"]
-    spec = eng.spec.label() if eng.spec is not None else "off"
-    name = f"{c.name} x{replicas}" + (f" + {spec}" if eng.spec is not None else "")
-    return {"accepted": True, "deployment": name, "hardware": c.hardware, **c.layout, "spec_decode": spec,
-            "devices_per_replica": int(sm.devices), "replicas": replicas, "devices": devices,
-            "per_replica_max_rps": cap, "per_replica_steady_state_rps": x_max, "offered_rps": rate, "goodput_rps": summary["goodput_rps"],
-            "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
-            "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),
-            "tpot_p95_s": summary.get("tpot_p95_s"), "output_tokens_per_s": out_tps, "power_w": power_w,
-            "power_basis": c.power.describe() if c.power is not None else "not given",
-            "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
-            "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
-            "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}
-
-
-def _hourly(c: Candidate, devices: int, tco: TotalCost | None) -> float:
-    if c.price is not None:
-        return float(usd_per_hour(devices, price=c.price))
-    if tco is not None and c.power is not None:
-        return float(usd_per_hour(devices, tco=tco, device_power_w=float(c.power.power_w(1))))
-    return float("nan")
+        return {**failed, **_reject(c, "SLO", f"attainment {summary['slo_attainment']:.3f} < {goal:g} "
+                                              f"at {rate:g} req/s with {replicas} replicas")}
+    return {"accepted": True, "outcome": "accepted", "simulated": True,
+            **plan_row(task, summary, f"{c.name} x{replicas}", int(replicas * sm.devices), {
+                "devices_per_replica": int(sm.devices), "replicas": replicas, "per_replica_max_rps": cap,
+                "per_replica_steady_state_rps": x_max})}
 
 
 def _price_for(price: Any, hw: str | None) -> float | None:
@@ -288,7 +235,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None, requests: int = 300,
          seed: int = 0, max_replicas: int = 256, extra_replicas: int = 3, executor: Any = None,
          progress: bool | None = False, list_prices: bool | None = None,
-         price_provider: str | None = None, spec_decode: Sequence[Any] = (None,)) -> PlanResult:
+         price_provider: str | None = None, spec_decode: Sequence[Any] = (None,),
+         dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None, disaggregated: bool = False,
+         aggregated: bool = True, prune: bool = True) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
     Parameters
@@ -301,7 +250,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         Joint objective (default: the workload's); ``target`` overrides its attainment target.
     candidates : sequence of Candidate or mapping, optional
         Replica designs; mappings are ``StepModel`` keyword arguments. Default: enumerated from
-        ``hardware`` × ``precisions`` × ``tp`` (:func:`enumerate_candidates`).
+        ``hardware`` × ``precisions`` × layouts (``tp``; MoE models × ``dp_attention`` × ``ep``),
+        aggregated and/or disaggregated (:func:`perfmodel.planning.space.enumerate_candidates`).
     rate : float, optional
         Target arrival rate λ [req/s] (default: the workload's).
     objective : {"devices", "power", "cost"}
@@ -328,11 +278,23 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     executor : None | Executor | dask.distributed.Client
         Evaluate candidates in parallel (:func:`perfmodel.planning.executor.map_tasks`).
     progress : bool | None
-        A bar of the candidates evaluated (:mod:`perfmodel.progress`: True always, None only when stderr
-        is a terminal, False never).
+        One bar over the candidates, each counted when screened out, simulated or pruned
+        (:mod:`perfmodel.progress`: True always, None only when stderr is a terminal, False never).
     spec_decode : sequence, optional
         Speculative-decoding settings to search, each candidate under each (``None`` or ``"off"``,
         ``"eagle:k=3"``, ``"mtp:k=2"``...; :mod:`perfmodel.engine.speculative`); rows say which.
+    dp_attention, ep : sequence of int
+        MoE models only: attention data-parallel ranks per replica (default 1) and expert-parallel
+        sizes (default: the whole ``tp × dp_attention`` group); a replica spans ``tp × dp_attention``
+        devices. The simulator runs such a replica as one scheduler (one ``max_num_seqs``, one token
+        budget), so its capacity is not raised by the ranks' separate schedulers.
+    disaggregated, aggregated : bool
+        Search P/D-disaggregated pairs of layouts (prefill and decode pools on the same hardware and
+        format, worker counts sized by :mod:`perfmodel.planning.plan_disagg`; default off) and
+        aggregated replicas (default on).
+    prune : bool
+        Simulate only candidates whose analytic lower bound could beat the best plan found (default).
+        False simulates every feasible candidate (the full ranking; same best plan, slower).
 
     Returns
     -------
@@ -340,6 +302,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     """
     from ..serving import SLO, load_workload
     from .executor import map_tasks
+    from .frontier import search, workers
 
     if objective not in OBJECTIVES:
         raise ConfigError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -347,6 +310,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     requests, max_replicas = checks.count(requests, "requests"), checks.count(max_replicas, "max_replicas")
     extra_replicas, seed = checks.count(extra_replicas, "extra_replicas", 0), checks.count(seed, "seed", 0, 2**63 - 1)
     tp = [checks.count(t, "tp") for t in tp]
+    dp_attention = [checks.count(d, "dp_attention") for d in dp_attention]
+    ep = [checks.count(e, "ep") for e in ep] if ep else None
     if target is not None:
         target = checks.real(target, "target (attainment fraction)", 0, 1, lo_open=True)
     w = load_workload(workload)
@@ -367,7 +332,10 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         check_provider(price_provider)
     list_rows: dict[str, Any] = {}
     cands = []
-    for c in _resolve_candidates(model, candidates, hardware, precisions, tp):
+    space = {"precisions": list(precisions), "tp": tp, "dp_attention": dp_attention,
+             "ep": ep if ep else "tp x dp_attention (wide EP)", "aggregated": bool(aggregated),
+             "disaggregated": bool(disaggregated)}
+    for c in _resolve_candidates(model, candidates, hardware, space):
         pb = c.power
         if pb is None and c.hardware is not None:
             try:
@@ -383,13 +351,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     tasks = [{"candidate": c, "workload": w, "slo": s, "rate": lam, "target": s.target, "engine": e,
               "seed": seed, "requests": requests, "max_replicas": max_replicas,
               "extra_replicas": extra_replicas, "tco": tco} for c in cands for e in engines]
-    results = map_tasks(evaluate_candidate, tasks, executor, progress, "candidates")
-    keys = OBJECTIVES[objective]
-    ranked = sorted((r for r in results if r.pop("accepted")),
-                    key=lambda r: tuple(math.inf if not np.isfinite(r[k]) else r[k] for k in keys))
-    for k, r in enumerate(ranked, 1):
-        r["rank"] = k
-    rejected = [r for r in results if "rejected_for" in r]
+    found = search(tasks, OBJECTIVES[objective], evaluate_candidate,
+                   lambda fn, batch: map_tasks(fn, batch, executor, False, "candidates"),
+                   wave=workers(executor), prune=bool(prune), progress=progress)
     inputs = {"model": model, "rate_rps": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
               "slo": s.limits(), "target": s.target, "objective": objective,
               "engine": engines[0].label,
@@ -401,8 +365,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
               "list_prices": {hw: (row.as_dict() if row is not None else None) for hw, row in list_rows.items()},
               "price_provider": price_provider,
               "tco": tco.as_dict() if tco is not None else None,
-              "replicas_rule": "ceil(rate / per-replica max rate), checked by simulating all replicas"}
-    return PlanResult(ranked, rejected, inputs)
+              "replicas_rule": "ceil(rate / per-replica max rate), checked by simulating all replicas",
+              "search_space": space if candidates is None else "candidates given", "prune": bool(prune)}
+    return PlanResult(found["ranked"], found["rejected"], inputs, found["pruned"], found["counts"])
 
 
 def _by_hw(value: Any, hw: str) -> Any:
@@ -410,11 +375,14 @@ def _by_hw(value: Any, hw: str) -> Any:
 
 
 def _resolve_candidates(model: str | None, candidates: Sequence[Any] | None, hardware: Sequence[str],
-                        precisions: Sequence[str], tp: Sequence[int]) -> list[Candidate]:
+                        space: Mapping[str, Any]) -> list[Candidate]:
     if candidates is None:
         if model is None or not hardware:
             raise ConfigError("plan: give candidates=, or model and hardware= to enumerate them")
-        return enumerate_candidates(model, hardware, precisions, tp)
+        return enumerate_candidates(model, hardware, space["precisions"], space["tp"],
+                                    dp_attention=space["dp_attention"],
+                                    ep=space["ep"] if isinstance(space["ep"], list) else None,
+                                    disaggregated=space["disaggregated"], aggregated=space["aggregated"])
     out = []
     for k, c in enumerate(candidates):
         if isinstance(c, Candidate):

@@ -88,7 +88,7 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
              router: str = "least_loaded", seed: int = 0, requests: int | None = None,
              horizon: float | None = None, start: float | None = None, rel_tol: float = 0.02,
              max_simulations: int = 30, warmup: float = 0.0, step_table: str = "table",
-             progress: bool | None = False) -> LoadSearch:
+             progress: bool | None = False, stop_below: float | None = None) -> LoadSearch:
     """Largest arrival rate (open loop) or concurrency (closed loop) meeting the SLO target.
 
     Parameters
@@ -112,6 +112,10 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
     progress : bool | None
         A bar of the simulations run (up to ``max_simulations``) with the load tried and its attainment
         (:mod:`perfmodel.progress`: True always, None only when stderr is a terminal, False never).
+    stop_below : float | None
+        Stop as soon as a load at or below this one misses the target: the answer is then known to be
+        below it (a caller that only needs to know whether it reaches ``stop_below`` saves the rest of
+        the search). The result is the search so far; default None searches to the end.
 
     Returns
     -------
@@ -153,6 +157,9 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
             bar.note(f"{mode} {x:g}: attainment {cache[x]['slo_attainment']:.3f}")
         return cache[x]["slo_attainment"]
 
+    def below(hi: float | None) -> bool:
+        return stop_below is not None and hi is not None and hi <= stop_below
+
     try:
         x = norm(start if start is not None else _first_guess(model, w, eng, replicas, mode))
         lo, hi = None, None
@@ -167,13 +174,13 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
                     break
         else:
             hi = x
-            while len(cache) < max_simulations and (mode == "rate" and x > 1e-6 or x > 1):
+            while len(cache) < max_simulations and (mode == "rate" and x > 1e-6 or x > 1) and not below(hi):
                 x = norm(x / 2)
                 if attain(x) >= goal:
                     lo = x
                     break
                 hi = x
-        while lo is not None and hi is not None and len(cache) < max_simulations:
+        while lo is not None and hi is not None and len(cache) < max_simulations and not below(hi):
             if (mode == "concurrency" and hi - lo <= 1) or (mode == "rate" and (hi - lo) <= rel_tol * hi):
                 break
             mid = norm(math.sqrt(lo * hi) if hi > 2 * lo else 0.5 * (lo + hi))

@@ -96,7 +96,8 @@ class SteadyState:
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
                  osl: ArrayLike | None = None, engine: Any = "vllm",
                  think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1,
-                 sync_fraction: ArrayLike | None = None, prefix_hit_rate: ArrayLike | None = None) -> SteadyState:
+                 sync_fraction: ArrayLike | None = None, prefix_hit_rate: ArrayLike | None = None,
+                 rtol: float = 0.0) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -118,7 +119,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     think_time : array_like
         Client think time Z [s] (broadcast with ``concurrency``), besides the engine's request overhead.
     iterations : int
-        Fixed-point iterations.
+        Fixed-point iterations (at most).
+    rtol : float
+        Stop once no batch n changes by more than this fraction in an iteration (default 0: run every
+        iteration unless n is an exact fixed point, which more iterations would not change).
     schedulers : array_like
         Independent schedulers S in the replica (attention-DP ranks), each with the engine's token
         budget and sequence limit: the replica steps S·B tokens and holds S·``max_num_seqs``
@@ -250,6 +254,11 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         tpot, ttft = times(np.maximum(n, 1e-6))
         dec_time = (Osl - 1) * tpot
         n_new = np.minimum(C * dec_time / (ttft + dec_time + Z + late * tpot), n_cap)
+        if np.array_equal(n_new, n):   # a fixed point (e.g. a binding cap): more iterations change nothing
+            break
+        if rtol > 0 and np.all(np.abs(n_new - n) <= rtol * np.abs(n)):
+            n = 0.5 * n + 0.5 * n_new
+            break
         n = 0.5 * n + 0.5 * n_new
     n = np.maximum(n, 1e-6)
     tpot, ttft_service = times(n)

@@ -1,0 +1,35 @@
+"""The ranked row of a sized plan candidate (aggregated or P/D): simulation summary, power and cost."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .cost import tokens_per_s_per_mw
+from .screen import hourly_cost
+
+
+def plan_row(task: Mapping[str, Any], summary: Mapping[str, Any], name: str, devices: int,
+             sizing: Mapping[str, Any]) -> dict[str, Any]:
+    """The ranked row of a sized candidate: its simulation summary, power [W] and cost [USD/h] of ``devices``.
+
+    ``sizing`` holds the layout-specific fields (replicas, or P/D worker counts); the deployment name
+    gets the speculative-decoding label when the engine has one.
+    """
+    c, eng = task["candidate"], task["engine"]
+    power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
+    cost = hourly_cost(c, devices, task["tco"])
+    out_tps = summary["throughput_output_tokens_per_s"]
+    spec = eng.spec.label() if eng.spec is not None else "off"
+    return {"deployment": name + (f" + {spec}" if eng.spec is not None else ""), "hardware": c.hardware,
+            **c.layout, "spec_decode": spec, **sizing, "devices": devices, "offered_rps": task["rate"],
+            "goodput_rps": summary["goodput_rps"],
+            "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
+            "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),
+            "tpot_p95_s": summary.get("tpot_p95_s"), "output_tokens_per_s": out_tps, "power_w": power_w,
+            "power_basis": c.power.describe() if c.power is not None else "not given",
+            "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
+            "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
+            "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}

@@ -1,0 +1,182 @@
+"""The search space of a capacity plan: candidate replicas and P/D-disaggregated pool pairs.
+
+A candidate is one *replica design* (aggregated: one step model; disaggregated: a prefill and a
+decode step model); how many replicas or workers it needs is decided later by :func:`plan`.
+For each hardware and weight format the space holds
+
+- **layouts** ``tp × dp_attention`` devices per replica, within the hardware's scale-up domain. Dense
+  models use tensor parallelism only. MoE models also take attention data parallelism
+  (``dp_attention`` ranks of ``tp`` devices each) and expert parallelism ``ep`` over the group of
+  ``g = tp × dp_attention`` devices; the default ``ep = g`` (wide EP: every device holds ``E/g``
+  experts, ``moe_tp = 1``), other ``ep`` values dividing ``g`` give ``moe_tp = g / ep``;
+- **aggregated** candidates, one per layout;
+- **P/D-disaggregated** candidates (``disaggregated=True``), one per (prefill layout, decode layout)
+  pair on the same hardware and format; the pools' worker counts are sized by :func:`plan`.
+
+Layouts the model or hardware rejects are kept: :func:`plan` reports them with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from ..hardware import load_hardware
+from ..modelspec import load_model
+
+
+@dataclass
+class Candidate:
+    """One replica design to consider.
+
+    Attributes
+    ----------
+    name : str
+        Label shown in the plan (e.g. ``"4x h100-sxm tp4 bf16"``).
+    step_model : StepModelLike | Mapping
+        A step model (a :class:`~perfmodel.core.step.StepModel` or a stand-in) or ``StepModel``
+        keyword arguments, built when evaluated. For a disaggregated candidate: its prefill pool's.
+    hardware : str, optional
+        Hardware id (for power and prices).
+    spec : Accelerator | System, optional
+        The resolved hardware spec (user files included), used for the power basis.
+    price_source : str
+        Where the cost comes from: ``input``, ``list price row <id>`` (:mod:`perfmodel.planning.prices`),
+        ``total-cost model`` or ``not given``.
+    power : PowerBasis, optional
+        Power basis; None = no power figure.
+    price : float, optional
+        USD per device-hour.
+    layout : dict
+        Fields shown in the plan (tp, pp, ep, precision...).
+    decode : StepModelLike | Mapping, optional
+        The decode pool's step model of a P/D-disaggregated candidate (None: aggregated). Both pools
+        run on ``hardware`` and are priced and powered per device of either pool.
+    kv_link : mapping, optional
+        ``link_bandwidth`` [B/s or quantity] and ``link_alpha`` [s] of one KV transfer between the pools
+        (:class:`perfmodel.serving.Disaggregated`); default: from the prefill accelerator's ports
+        (:func:`perfmodel.deployment.disagg.kv_transfer_link`). Step models without hardware need it.
+    """
+
+    name: str
+    step_model: Any
+    hardware: str | None = None
+    power: Any = None
+    price: float | None = None
+    layout: dict[str, Any] = field(default_factory=dict)
+    spec: Any = None
+    price_source: str = "not given"
+    decode: Any = None
+    kv_link: Any = None
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.decode is not None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Parallel layout of one replica: ``tp × dp_attention`` devices, experts over ``ep`` of them."""
+
+    tp: int
+    dp_attention: int = 1
+    ep: int = 1
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.dp_attention
+
+    def label(self) -> str:
+        """``tp8``, ``tp1-adp8-ep8``... (:meth:`perfmodel.core.parallel.Parallel.label`)."""
+        from ..core.parallel import Parallel
+
+        return Parallel(tp=self.tp, dp_attention=self.dp_attention, ep=self.ep).label()
+
+    def kwargs(self) -> dict[str, int]:
+        return {"tp": self.tp, "dp_attention": self.dp_attention, "ep": self.ep}
+
+
+def layouts(moe: bool, tp: Sequence[int], dp_attention: Sequence[int] = (1,),
+            ep: Sequence[int] | None = None) -> list[Layout]:
+    """Layouts to try: every ``tp``; for MoE models × every ``dp_attention`` × every ``ep`` dividing the group.
+
+    Parameters
+    ----------
+    moe : bool
+        The model has routed experts (dense models: ``tp`` only, ``dp_attention`` and ``ep`` ignored).
+    tp, dp_attention : sequence of int
+        Tensor-parallel sizes and attention data-parallel ranks.
+    ep : sequence of int, optional
+        Expert-parallel sizes; None = the whole group ``tp × dp_attention`` (wide EP). A value that does
+        not divide the group is skipped for that group.
+    """
+    if not moe:
+        return [Layout(int(t)) for t in dict.fromkeys(tp)]
+    out = []
+    for t in dict.fromkeys(tp):
+        for d in dict.fromkeys(dp_attention):
+            group = int(t) * int(d)
+            for e in (dict.fromkeys(ep) if ep else (group,)):
+                if group % int(e) == 0:
+                    out.append(Layout(int(t), int(d), int(e)))
+    return out
+
+
+def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequence[str] = ("bf16",),
+                         tp: Sequence[int] = (1, 2, 4, 8), kv_cache: str | None = None, *,
+                         dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None,
+                         disaggregated: bool = False, aggregated: bool = True) -> list[Candidate]:
+    """Candidate replicas for a model on each hardware (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+        Model id or config path.
+    hardware : sequence of str or spec
+        Hardware ids, aliases, YAML paths or resolved specs.
+    precisions : sequence of str
+        Weight formats (both pools of a P/D candidate use the same).
+    tp, dp_attention, ep
+        Layouts (:func:`layouts`).
+    kv_cache : str, optional
+        KV-cache format (default bf16).
+    disaggregated, aggregated : bool
+        Include P/D pairs of layouts; include single-pool replicas.
+
+    Returns
+    -------
+    list of Candidate
+        Aggregated candidates first, then P/D pairs, per hardware and format.
+    """
+    if not (aggregated or disaggregated):
+        raise ConfigError("plan: the search space is empty: allow aggregated or disaggregated candidates")
+    spec = load_model(model)
+    shapes = layouts(spec.moe is not None, tp, dp_attention, ep)
+    out = []
+    for hw in hardware:
+        hw_spec = load_hardware(hw)  # an id, alias or YAML path; the spec itself travels with the candidate
+        acc_id = hw_spec.id
+        for prec in precisions:
+            def kwargs(lay: Layout, prec: str = prec, hw_spec: Any = hw_spec) -> dict[str, Any]:
+                kw = {"model": spec.id, "hardware": hw_spec, "weights": prec, "kv_cache": kv_cache or "bf16",
+                      **lay.kwargs()}
+                return kw if spec.moe is not None else {k: v for k, v in kw.items() if k not in ("ep", "dp_attention")}
+
+            if aggregated:
+                for lay in shapes:
+                    out.append(Candidate(f"{lay.devices}x {acc_id} {lay.label()} {prec}", kwargs(lay), acc_id,
+                                         layout={"mode": "aggregated", "tp": lay.tp, "pp": 1, "ep": lay.ep,
+                                                 "dp_attention": lay.dp_attention, "precision": prec},
+                                         spec=hw_spec))
+            if disaggregated:
+                for pre in shapes:
+                    for dec in shapes:
+                        out.append(Candidate(
+                            f"P/D {acc_id} prefill {pre.label()} + decode {dec.label()} {prec}", kwargs(pre),
+                            acc_id, layout={"mode": "disaggregated", "tp": dec.tp, "pp": 1, "ep": dec.ep,
+                                            "dp_attention": dec.dp_attention, "prefill_layout": pre.label(),
+                                            "decode_layout": dec.label(), "precision": prec},
+                            spec=hw_spec, decode=kwargs(dec)))
+    return out
