@@ -150,6 +150,8 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
     else:  # no objective: nothing to attain (None, not NaN: the run itself may be fine)
         s["slo_attainment"] = None
         s["goodput_rps"] = None
+    if res.cached_tokens is not None:
+        s.update(prefix_hit_rate(res, keep))
     return _undefined_as_none(s, res, done)
 
 
@@ -158,6 +160,18 @@ _NO_SECOND_TOKEN = ("no completed request produced 2 or more output tokens (TPOT
                     "between output tokens)")
 _UNDEFINED_WHY = {"tpot": _NO_SECOND_TOKEN, "itl": _NO_SECOND_TOKEN, "user": _NO_SECOND_TOKEN,
                   "inverse": _NO_SECOND_TOKEN, "task": _NO_SECOND_TOKEN}
+
+
+def prefix_hit_rate(res: SimulationResult, keep: np.ndarray) -> dict[str, Any]:
+    """Achieved prefix-cache hit rate, token-weighted: Σ cached / Σ isl over the scheduled requests.
+
+    ``cached`` is what the request found when first scheduled (a recompute after preemption is not
+    counted again). None when no request (past the warm-up) was scheduled.
+    """
+    sched = keep & np.isfinite(res.sched_s)
+    tokens = int(res.isl[sched].sum())
+    hit = float(res.cached_tokens[sched].sum() / tokens) if tokens else None
+    return {"prefix_hit_rate": hit, "prefix_cached_tokens": int(res.cached_tokens[sched].sum())}
 
 
 def _undefined_as_none(s: dict[str, Any], res: SimulationResult, done: np.ndarray) -> dict[str, Any]:

@@ -46,6 +46,9 @@ class SimulationResult:
         Inter-token gaps [s] and the number of tokens each applies to: the per-token ITL
         distribution over all requests (stalls behind prefill steps show in its tail). Per request,
         the mean per-token ITL is its TPOT.
+    cached_tokens : ndarray[int] | None
+        Prompt tokens found in the prefix cache when the request was first scheduled (workloads with
+        prefix reuse or an explicit hit rate; None otherwise).
     meta : dict
         Engine profiles (with sources), step model, router, seed, horizon, wall time, steps.
     """
@@ -69,6 +72,7 @@ class SimulationResult:
     slo: SLO | None = None
     workload: Workload | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    cached_tokens: np.ndarray | None = None
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -119,6 +123,10 @@ class SimulationResult:
             "table_points": sum({id(r.timer): r.timer.table_points for r in sim.replicas}.values()),
         }
         meta["pools"] = sorted(meta["pools"])
+        cached = None
+        if workload.has_reuse or workload.prefix_hit_rate:
+            cached = i(R.hit)
+            meta["prefix_cache_evicted_blocks"] = sum(r.cache.evicted for r in sim.replicas if r.cache)
         return cls(
             arrival_s=f(R.arrival), sched_s=f(R.sched), first_token_s=f(R.first), finish_s=finish,
             isl=i(R.isl), osl=i(R.osl), reasoning_tokens=i(R.reason), output_tokens=i(R.out),
@@ -126,7 +134,8 @@ class SimulationResult:
             itl_values=np.concatenate(vals) if vals else np.zeros(0),
             itl_weights=np.concatenate(wts) if wts else np.zeros(0),
             horizon_s=sim.horizon, tokens_per_word=workload.tokens_per_word,
-            task_words=workload.task_words, slo=workload.slo, workload=workload, meta=meta)
+            task_words=workload.task_words, slo=workload.slo, workload=workload, meta=meta,
+            cached_tokens=cached)
 
     # -- per-request metrics -------------------------------------------------------------------
     @property
@@ -205,6 +214,8 @@ class SimulationResult:
             "queue_s": self.queue_s, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s,
             "ttfat_s": self.ttfat_s, "finish_s": self.finish_s, "preemptions": self.preemptions,
         })
+        if self.cached_tokens is not None:
+            df["cached_tokens"] = self.cached_tokens
         if self.slo is not None and self.slo.limits():
             df["slo_met"] = self.slo_met()
         return df
@@ -213,7 +224,8 @@ class SimulationResult:
              ("in_flight", "{:d}"), ("throughput_output_tokens_per_s", "{:.1f}"),
              ("ttft_p50_s", "{:.3f}"), ("ttft_p95_s", "{:.3f}"), ("ttft_p99_s", "{:.3f}"),
              ("tpot_p50_s", "{:.4f}"), ("tpot_p95_s", "{:.4f}"), ("tpot_p99_s", "{:.4f}"),
-             ("e2e_p95_s", "{:.3f}"), ("slo_attainment", "{:.3f}"), ("goodput_rps", "{:.3f}"))
+             ("e2e_p95_s", "{:.3f}"), ("slo_attainment", "{:.3f}"), ("goodput_rps", "{:.3f}"),
+             ("prefix_hit_rate", "{:.3f}"))
 
     def _rows(self) -> list[tuple[str, str]]:
         s = self.summary()

@@ -17,6 +17,14 @@ the only prompt of the step (otherwise it could never run). Decode-only stretche
 K steps at once (until the next completion or KV-block exhaustion) and cut short when an arrival could
 change the composition, so the loop costs O(events), not O(tokens).
 
+Prefix cache (workloads with ``prefix`` or ``sessions``; :mod:`perfmodel.serving.prefixcache`): an
+admitted prompt pins its leading cached blocks and computes the rest (its attention still reads them);
+when its prompt is computed, its whole keyed blocks join the cache, shared by later prompts; a finished
+or preempted sequence unpins them (a finished session turn also leaves its answer's blocks), so a
+preempted request recomputes only what was evicted meanwhile. Idle cached blocks count as used KV and
+are evicted LRU when a step needs room. Without reuse no cache exists and nothing changes. An explicit
+``prefix_hit_rate`` instead treats a fresh prompt's first ``floor(h·isl / bs)·bs`` tokens as cached.
+
 Roles: ``both`` (aggregated serving), ``prefill`` (P/D prefill pool: requests leave after their first
 token, to be transferred) and ``decode`` (P/D decode pool: requests arrive with their KV cache).
 """
@@ -28,6 +36,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .kvcache import DecodeSet
+from .prefixcache import INDEX_BITS, PrefixCache
 from .state import CANCELLED, COMPLETED, DECODE, DONE, IN_FLIGHT, PREFILL, WAITING
 
 if TYPE_CHECKING:
@@ -58,7 +67,8 @@ class Replica:
         self.n_wait = 0
         self.running: list[int] = []
         self.prefilling: list[int] = []
-        self.dec = DecodeSet(self.bs, self.R.kv0, self.R.end_g)
+        self.dec = DecodeSet(self.bs, self.R.kv0, self.R.end_g, self.R.cblk)
+        self.cache = PrefixCache() if sim.w.has_reuse and role != "decode" else None
         self.pf_blocks = 0
         self.reserved = 0
         self.hold = 0             # blocks the decodes of the step being composed will take
@@ -89,10 +99,15 @@ class Replica:
         return -(-tokens // self.bs)
 
     def free_blocks(self) -> int:
-        """KV blocks not held by any request, less those kept for this step's decode tokens."""
+        """KV blocks not held by any request, less those kept for this step's decode tokens.
+
+        Idle prefix-cache blocks count as free (they are evicted when taken, :meth:`_trim`).
+        """
         if self.reserve:
-            return self.total_blocks - self.reserved
-        return self.total_blocks - self.dec.nblocks - self.pf_blocks - self.hold
+            free = self.total_blocks - self.reserved
+        else:
+            free = self.total_blocks - self.dec.nblocks - self.pf_blocks - self.hold
+        return free if self.cache is None else free - self.cache.pinned
 
     def fits_ever(self, rid: int) -> bool:
         """Whether the request's full KV (prompt + output) fits this replica's cache at all."""
@@ -167,6 +182,8 @@ class Replica:
             else:
                 continue
             R.blocks[rid] = 0
+            if self.cache is not None:
+                self._uncache(rid, False)
             if R.status[rid] != IN_FLIGHT:  # cancelled while prefilling: just drop it
                 R.where[rid] = DONE
                 self.sim.pending_cancels -= 1
@@ -179,6 +196,60 @@ class Replica:
             self.n_wait += 1
             return True
         return False
+
+    # -- prefix cache ------------------------------------------------------------------------------
+    def _keys(self, rid: int, a: int, b: int) -> list[int]:
+        """Cache keys of the request's blocks ``a..b-1`` that have one (shared prefix, then session)."""
+        R = self.R
+        po, so = R.pown[rid], R.sown[rid]
+        pb = R.plen[rid] // self.bs if po >= 0 else 0
+        if so < 0:
+            b = min(b, pb)
+        return [((po if i < pb else so) << INDEX_BITS) | i for i in range(a, b)]
+
+    def _reusable(self, rid: int, target: int) -> int:
+        """Leading blocks of a prompt of ``target`` tokens that may be cached (one token is computed)."""
+        R = self.R
+        n = R.plen[rid] if R.pown[rid] >= 0 else 0
+        if R.sown[rid] >= 0 and R.slen[rid] > n:
+            n = R.slen[rid]
+        return min(n, target - 1) // self.bs
+
+    def _trim(self) -> None:
+        """Evict idle cached blocks (LRU) until the blocks in use and cached fit the capacity."""
+        over = len(self.cache.idle) - self.free_blocks()
+        if over > 0:
+            self.cache.evict(over)
+
+    def _register(self, rid: int) -> None:
+        """The request's prompt is computed: its whole keyed blocks join the cache (pinned by it)."""
+        R = self.R
+        cb = R.cblk[rid]
+        keys = self._keys(rid, cb, R.pf_target[rid] // self.bs)
+        if not keys:
+            return
+        self.cache.pin(keys)
+        n = len(keys)
+        R.cblk[rid] = cb + n
+        R.blocks[rid] -= n
+        if self.reserve:
+            self.reserved -= n
+        else:
+            self.pf_blocks -= n
+
+    def _uncache(self, rid: int, finished: bool) -> None:
+        """The request leaves (or is preempted): unpin its cached blocks; a finished turn leaves its
+        history's blocks for the session's next turn."""
+        R, c = self.R, self.cache
+        cb = R.cblk[rid]
+        if cb:
+            c.unpin(self._keys(rid, 0, cb))
+            R.cblk[rid] = 0
+        if finished and R.keep[rid]:
+            kb = R.keep[rid] // self.bs
+            if kb > cb:
+                c.keep(self._keys(rid, cb, kb))
+                self._trim()
 
     # -- composing a step ---------------------------------------------------------------------
     def _admit_direct(self, now: float) -> None:
@@ -220,15 +291,17 @@ class Replica:
             if self.chunked and take > budget:
                 take = budget
             if not self.reserve:
-                held = R.blocks[rid]
+                held = R.blocks[rid] + R.cblk[rid]
                 room = (held + self.free_blocks()) * bs - done
                 if take > room:
                     if not self.chunked or room <= 0:
                         return chunks
                     take = room
                 new = -(-(done + take) // bs) - held
-                R.blocks[rid] = held + new
+                R.blocks[rid] += new
                 self.pf_blocks += new
+                if self.cache is not None:
+                    self._trim()
             chunks.append((rid, take))
             budget -= take
         if not admit:
@@ -242,8 +315,15 @@ class Replica:
             if R.direct[rid]:
                 break
             target = R.isl[rid] + R.gen[rid]
-            # a fresh prompt's cached prefix (whole KV blocks) is attended, not computed
-            cached = (int(self.hit * R.isl[rid]) // bs) * bs if R.gen[rid] == 0 else 0
+            c = self.cache
+            if c is None:
+                # a fresh prompt's cached prefix (whole KV blocks) is attended, not computed
+                cached = (int(self.hit * R.isl[rid]) // bs) * bs if R.gen[rid] == 0 else 0
+                hb = pin_cost = 0
+            else:
+                keys = self._keys(rid, 0, self._reusable(rid, target))
+                hb, pin_cost = c.match(keys)
+                cached = hb * bs
             take = target - cached
             if take > budget:
                 if self.chunked:
@@ -251,10 +331,10 @@ class Replica:
                 elif chunks:
                     break
             if self.reserve:
-                need = self.blocks_for(R.isl[rid] + R.out[rid])
+                need = self.blocks_for(R.isl[rid] + R.out[rid]) - hb
             else:
-                need = -(-(cached + take) // bs)
-            if need > self.free_blocks():
+                need = -(-(cached + take) // bs) - hb
+            if need + pin_cost > self.free_blocks():
                 break
             w.popleft()
             self.n_wait -= 1
@@ -266,8 +346,13 @@ class Replica:
                 self.reserved += need
             else:
                 self.pf_blocks += need
+            if c is not None:
+                c.pin(keys[:hb])
+                R.cblk[rid] = hb
+                self._trim()
             if R.sched[rid] != R.sched[rid]:
                 R.sched[rid] = now
+                R.hit[rid] = cached
             self.running.append(rid)
             self.prefilling.append(rid)
             chunks.append((rid, take))
@@ -374,6 +459,8 @@ class Replica:
                 self.itl_single.append((t - prev, self.step_dec))
             self.last_dec_end = t
             dec.advance(m)
+            if self.cache is not None:
+                self._trim()
             for rid in dec.pop_finished():
                 R.gen[rid] = R.out[rid]
                 self._finish(rid, t, True)
@@ -385,6 +472,8 @@ class Replica:
                 continue
             R.gen[rid] += 1
             self.prefilling.remove(rid)
+            if self.cache is not None:
+                self._register(rid)
             if self.role == "prefill":
                 self._release(rid)
                 sim.prefilled(rid, t)
@@ -408,7 +497,7 @@ class Replica:
         if upto is None:
             self.start(t)
 
-    def _release(self, rid: int) -> None:
+    def _release(self, rid: int, finished: bool = False) -> None:
         """Free the KV blocks of a request leaving the replica (prefilling or decoding)."""
         R = self.R
         if R.where[rid] == DECODE:
@@ -418,6 +507,8 @@ class Replica:
         elif R.where[rid] == PREFILL:
             self.pf_blocks -= R.blocks[rid]
         R.blocks[rid] = 0
+        if self.cache is not None:
+            self._uncache(rid, finished)
         R.where[rid] = DONE
         self.running.remove(rid)
 
@@ -427,10 +518,12 @@ class Replica:
             if self.reserve:
                 self.reserved -= R.blocks[rid]
                 R.blocks[rid] = 0
+            if self.cache is not None:
+                self._uncache(rid, True)
             R.where[rid] = DONE
             self.running.remove(rid)
         else:
-            self._release(rid)
+            self._release(rid, True)
         self.sim.finished(rid, t, COMPLETED)
 
     def _drop_cancelled(self) -> None:

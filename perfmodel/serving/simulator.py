@@ -9,6 +9,11 @@ computes any of its prompt (queueing delay = sched − t0); first token t1 = end
 its last prompt chunk (TTFT = t1 − t0 includes queueing; P/D adds the KV transfer); last token tN;
 TPOT = (tN − t1)/(N − 1) for N output tokens (reasoning + answer); E2E = tN − t0. Network and
 tokenisation time are not modelled.
+
+Prefix reuse (a workload's ``prefix`` / ``sessions``): each request is tagged with the shared prefix it
+starts with and its session's reusable history; the replicas' prefix caches find what they hold.
+Under P/D disaggregation only the prefill pool caches (prompts), and a request's whole prompt KV is
+transferred to the decode pool, cached part included.
 """
 
 from __future__ import annotations
@@ -123,6 +128,12 @@ class _Sim:
         self.link_alpha = 0.0
         self.front_delay = 0.0       # engine request overhead: client send -> engine queue [s]
         self.first_token_steps = 0.0  # engine's late tokens: the client sees each k of its TPOTs late
+        self.prefix = workload.prefix
+        self.sessions = workload.sessions
+        self.n_sessions = 0
+        # an own stream, so that a workload without reuse draws exactly what it always drew
+        self.rng_reuse = (np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
+                          if workload.has_reuse else None)
 
     # -- events -----------------------------------------------------------------------------
     def push(self, t: float, kind: int, rid: int) -> None:
@@ -210,7 +221,13 @@ class _Sim:
             R.first[rid] += late
             t += late
         R.finish[rid] = t
-        if self.closed:
+        if self.sessions is not None:
+            more = status == COMPLETED and R.turn[rid] < self.sessions.turns - 1
+            if self.closed:
+                self._issue(t + self.think, rid if more else -1)
+            elif more:
+                self._issue(t + self.sessions.think_time, rid)
+        elif self.closed:
             self._issue(t + self.think)
 
     def prefilled(self, rid: int, t: float) -> None:
@@ -233,18 +250,78 @@ class _Sim:
         k = max(n - R.n, min(max(R.n, 256), 1 << 16))
         isl, osl, rea = sample_lengths(self.w, k, self.rng_len)
         R.extend(isl, osl, rea)
+        self._tag_prefixes(R.n - k)
 
-    def _issue(self, t: float) -> None:
+    def _tag_prefixes(self, lo: int, ids: np.ndarray | None = None) -> None:
+        """Give requests ``lo..`` (not in sessions) their shared prefix: drawn, or ``ids`` of a trace."""
+        if self.prefix is None or self.sessions is not None:
+            return
+        R = self.req
+        if ids is None:
+            ids = self.rng_reuse.integers(self.prefix.pool, size=R.n - lo)
+        S = self.prefix.tokens
+        R.pown[lo:] = [2 * int(p) for p in ids]
+        R.plen[lo:] = [min(S, x) for x in R.isl[lo:]]
+
+    def _new_turn(self, rid: int, prev: int) -> None:
+        """Make request ``rid`` the next turn of ``prev``'s session (or the first of a new one, prev < 0).
+
+        Turn t + 1's prompt = turn t's prompt + answer + new user tokens; its reusable history is that
+        prompt and answer (only the prompt after a reasoning turn, whose thinking is not resent).
+        """
+        R, ss = self.req, self.sessions
+        if prev < 0:
+            sid = self.n_sessions
+            self.n_sessions += 1
+            R.sess[rid], R.turn[rid], R.sown[rid] = sid, 0, 2 * sid + 1
+            if self.prefix is not None:
+                R.pown[rid] = 2 * int(self.rng_reuse.integers(self.prefix.pool))
+                R.plen[rid] = min(self.prefix.tokens, R.isl[rid])
+        else:
+            user = int(ss.user_tokens.sample(1, self.rng_reuse)[0])
+            R.sess[rid], R.turn[rid], R.sown[rid] = R.sess[prev], R.turn[prev] + 1, R.sown[prev]
+            R.pown[rid], R.plen[rid] = R.pown[prev], R.plen[prev]
+            R.slen[rid] = R.isl[prev] + (R.osl[prev] if R.reason[prev] == 0 else 0)
+            R.isl[rid] = R.isl[prev] + R.osl[prev] + user
+        if R.turn[rid] < ss.turns - 1 and R.reason[rid] == 0:
+            R.keep[rid] = R.isl[rid] + R.osl[rid] - 1
+
+    def _issue(self, t: float, prev: int = -1) -> None:
         if (self.n_limit is not None and self.issued >= self.n_limit) or t > self.horizon:
             return
         rid = self.issued
         self.issued += 1
         self._ensure(rid + 1)
+        if self.sessions is not None:
+            self._new_turn(rid, prev)
         self.push(t, ARRIVAL, rid)
+
+    def _open_times(self, a: Any, n: int | None) -> np.ndarray:
+        """Open-loop arrival times [s]: ``n`` of them, or all up to the horizon (n None)."""
+        if n is not None:
+            gaps = interarrivals(a, n, self.rng_arr)
+            t = np.concatenate(([0.0], np.cumsum(gaps[:-1])))
+        else:
+            chunks, end = [], 0.0
+            while end <= self.horizon:
+                g = interarrivals(a, max(1024, int(a.rate * self.horizon * 0.2)), self.rng_arr)
+                c = end + np.concatenate(([0.0], np.cumsum(g[:-1])))
+                chunks.append(c)
+                end = c[-1] + g[-1]
+            t = np.concatenate(chunks)
+        return t[: int(np.searchsorted(t, self.horizon, side="right"))]
 
     def generate_load(self) -> None:
         w, R = self.w, self.req
         a = w.arrival
+        if self.sessions is not None and not self.closed:
+            # sessions start at rate / turns; their later turns are issued as earlier ones end
+            T = self.sessions.turns
+            starts = a.model_copy(update={"rate": a.rate / T})
+            n = None if self.n_limit is None else -(-self.n_limit // T)
+            for t in self._open_times(starts, n):
+                self._issue(float(t))
+            return
         if a.process == "closed":
             n0 = a.concurrency if self.n_limit is None else min(a.concurrency, self.n_limit)
             for k in range(n0):
@@ -262,22 +339,12 @@ class _Sim:
             rea = tr["reasoning_tokens"][:n] if "reasoning_tokens" in tr else rea
             osl = np.where(osl + rea < 1, 1, osl)
             R.extend(np.maximum(isl, 1), osl, rea, t[:n])
+            self._tag_prefixes(0, tr["prefix_id"][:n] if "prefix_id" in tr else None)
         else:
-            if self.n_limit is not None:
-                gaps = interarrivals(a, self.n_limit, self.rng_arr)
-                t = np.concatenate(([0.0], np.cumsum(gaps[:-1])))
-                t = t[: int(np.searchsorted(t, self.horizon, side="right"))]
-            else:
-                chunks, end = [], 0.0
-                while end <= self.horizon:
-                    g = interarrivals(a, max(1024, int(a.rate * self.horizon * 0.2)), self.rng_arr)
-                    c = end + np.concatenate(([0.0], np.cumsum(g[:-1])))
-                    chunks.append(c)
-                    end = c[-1] + g[-1]
-                t = np.concatenate(chunks)
-                t = t[: int(np.searchsorted(t, self.horizon, side="right"))]
+            t = self._open_times(a, self.n_limit)
             isl, osl, rea = sample_lengths(w, len(t), self.rng_len)
             R.extend(isl, osl, rea, t)
+            self._tag_prefixes(0)
         self.issued = R.n
         for rid in range(R.n):
             self.heap.append((R.arrival[rid], rid, ARRIVAL, rid))
@@ -454,4 +521,8 @@ def _dist_max(w: Workload) -> float:
             if v is not None:
                 return float(v)
         return float(max(d.values)) if hasattr(d, "values") else 0.0
-    return top(w.isl) + top(w.osl) + top(w.reasoning_tokens)
+    out = top(w.osl) + top(w.reasoning_tokens)
+    if w.sessions is None:
+        return top(w.isl) + out
+    # the last turn's prompt holds every earlier answer and user message
+    return top(w.isl) + (w.sessions.turns - 1) * (top(w.osl) + top(w.sessions.user_tokens)) + out

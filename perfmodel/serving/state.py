@@ -44,6 +44,16 @@ class RequestTable:
         self.end_g: list[int] = []
         self.replica: list[int] = []
         self.preempt: list[int] = []
+        # prefix reuse (perfmodel.serving.prefixcache): owners are 2·pool id / 2·session + 1, -1 = none
+        self.pown: list[int] = []       # owner of the shared prefix
+        self.plen: list[int] = []       # its length in this prompt [tokens]
+        self.sown: list[int] = []       # owner of the session history
+        self.slen: list[int] = []       # reusable history at the start of this prompt [tokens]
+        self.keep: list[int] = []       # tokens left cached at completion for the next turn
+        self.sess: list[int] = []       # session id (-1: none)
+        self.turn: list[int] = []       # turn within the session (0-based)
+        self.cblk: list[int] = []       # blocks this request uses from its replica's cache
+        self.hit: list[int] = []        # prompt tokens found cached when first scheduled
         # times [s]
         self.sched: list[float] = []
         self.first: list[float] = []
@@ -73,6 +83,10 @@ class RequestTable:
         self.end_g += [-1] * k
         self.replica += [-1] * k
         self.preempt += [0] * k
+        for col in (self.pown, self.sown, self.sess):
+            col += [-1] * k
+        for col in (self.plen, self.slen, self.keep, self.turn, self.cblk, self.hit):
+            col += [0] * k
         self.sched += [NAN] * k
         self.first += [NAN] * k
         self.finish += [NAN] * k

@@ -151,7 +151,7 @@ class Arrival(Strict):
         Coefficient of variation of inter-arrival gaps (gamma only; 1 = Poisson).
     trace : str | None
         CSV with a column ``arrival_s`` (seconds) and optionally ``isl``, ``osl``,
-        ``reasoning_tokens``; relative paths are read from the workload file's folder.
+        ``reasoning_tokens``, ``prefix_id`` (which shared prefix, with the workload's ``prefix``); relative paths are read from the workload file's folder.
     time_scale : float
         Multiplies trace times (0.5 replays the trace twice as fast).
     concurrency : int | None
@@ -229,6 +229,64 @@ class SLO(Strict):
         return {k: v for k in ("ttft", "tpot", "e2e", "ttfat") if (v := getattr(self, k)) is not None}
 
 
+class SharedPrefix(Strict):
+    """Prompts that start with one of ``pool`` shared prefixes of ``tokens`` tokens each.
+
+    Each request (each session, with ``sessions``) draws one prefix uniformly from the pool; a
+    trace's ``prefix_id`` column names it instead. The prefix is part of the prompt (``isl`` counts
+    it), so a prompt shorter than the prefix shares only its whole length.
+
+    Attributes
+    ----------
+    tokens : int
+        Length S of every shared prefix [tokens] (a system prompt, a RAG corpus, few-shot examples).
+    pool : int
+        Number P of distinct prefixes (1 = one system prompt for every request).
+    """
+
+    tokens: int = Field(ge=1)
+    pool: int = Field(default=1, ge=1)
+
+
+class Sessions(Strict):
+    """Multi-turn conversations that resend their history.
+
+    Turn 1's prompt is drawn from ``isl``; turn t > 1's prompt is the previous prompt, the previous
+    answer and ``user_tokens`` new tokens (reasoning tokens are not resent, so after a reasoning turn
+    only the previous prompt is a reusable prefix). A session sends turn t + 1 ``think_time`` after
+    turn t ended; a session whose turn is cancelled or rejected ends. Open loop: sessions start at
+    ``rate / turns`` per second, so the request rate is ``rate`` when every turn completes. Closed
+    loop: each client runs sessions back to back (``arrival.think_time`` between all its requests).
+
+    Attributes
+    ----------
+    turns : int
+        Requests per session (>= 2).
+    user_tokens : LengthDist
+        New user tokens appended per turn after the first [tokens]; an integer means fixed.
+    think_time : float
+        Open loop: pause between an answer and the session's next turn [s] (closed loop: 0, the
+        client's ``arrival.think_time`` applies).
+    """
+
+    turns: int = Field(ge=2)
+    user_tokens: LengthDist
+    think_time: float = 0.0
+
+    @field_validator("user_tokens", mode="before")
+    @classmethod
+    def _len(cls, v: Any) -> Any:
+        return _length(v)
+
+    @field_validator("think_time", mode="before")
+    @classmethod
+    def _think(cls, v: Any) -> float:
+        t = seconds(v, "sessions.think_time")
+        if not t >= 0:
+            raise ValueError(f"must be >= 0 s, got {v!r}")
+        return t
+
+
 class Workload(Strict):
     """A load to serve: arrivals, lengths, reasoning, timeout and an optional SLO.
 
@@ -256,8 +314,12 @@ class Workload(Strict):
         Simulated time after which arrivals stop and unfinished requests are reported in flight [s].
     prefix_hit_rate : float
         Share of each prompt found in the engine's prefix cache, 0 (default) to < 1: those tokens are
-        attended but not computed (a shared system prompt, a resent conversation). An explicit rate;
-        the cache's own dynamics (capacity, eviction) are not simulated.
+        attended but not computed. An explicit rate, applied to every fresh prompt with no cache state;
+        exclusive with ``prefix`` and ``sessions``, which describe the reuse instead.
+    prefix : SharedPrefix | None
+        Shared prompt prefixes (``{tokens: 2048, pool: 16}``): the simulator keeps a prefix cache.
+    sessions : Sessions | None
+        Multi-turn sessions resending their history (``{turns: 4, user_tokens: 256}``).
     slo : SLO | None
         Joint latency objective.
     """
@@ -278,6 +340,8 @@ class Workload(Strict):
     horizon: float | None = None
     slo: SLO | None = None
     prefix_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0)
+    prefix: SharedPrefix | None = None
+    sessions: Sessions | None = None
     base_dir: str | None = Field(default=None, exclude=True)
 
     @field_validator("isl", "osl", "reasoning_tokens", mode="before")
@@ -297,7 +361,21 @@ class Workload(Strict):
             raise ValueError("osl: a request must generate at least one token")
         if isinstance(self.isl, Fixed) and self.isl.value < 1:
             raise ValueError("isl: a prompt needs at least one token")
+        if self.prefix_hit_rate and (self.prefix is not None or self.sessions is not None):
+            raise ValueError(f"prefix_hit_rate ({self.prefix_hit_rate}) is exclusive with prefix and sessions, "
+                             "which describe the reuse the simulator's prefix cache then finds: give one")
+        if self.sessions is not None:
+            if self.arrival.process == "trace":
+                raise ValueError("sessions: not available with a trace (give each row a prefix_id instead)")
+            if self.arrival.closed and self.sessions.think_time:
+                raise ValueError(f"sessions.think_time ({self.sessions.think_time} s) is for open loop; a closed "
+                                 "loop's clients pause arrival.think_time between all their requests")
         return self
+
+    @property
+    def has_reuse(self) -> bool:
+        """Whether the workload describes prefix reuse (shared prefixes or sessions)."""
+        return self.prefix is not None or self.sessions is not None
 
     # -- convenience constructors ----------------------------------------------------------
     @classmethod
@@ -410,12 +488,15 @@ def read_trace(w: Workload) -> dict[str, np.ndarray]:
     path = _trace_path(w)
     try:
         df = read_csv(path, "trace CSV", required=("arrival_s",),
-                      numeric=("arrival_s", "isl", "osl", "reasoning_tokens"))
+                      numeric=("arrival_s", "isl", "osl", "reasoning_tokens", "prefix_id"))
     except SpecError as exc:
         raise SpecError(f"arrival.trace: {exc} (the trace needs a column 'arrival_s' [s])") from None
     order = np.argsort(df["arrival_s"].to_numpy(float), kind="stable")
     out = {}
-    for col in ("arrival_s", "isl", "osl", "reasoning_tokens"):
+    if "prefix_id" in df.columns and w.prefix is None:
+        raise SpecError(f"arrival.trace: {path} has a prefix_id column; give the workload a prefix: {{tokens: S}} "
+                        "(the length of the shared prefix each id names)")
+    for col in ("arrival_s", "isl", "osl", "reasoning_tokens", "prefix_id"):
         if col in df.columns:
             v = df[col].to_numpy()[order]
             if not np.all(np.isfinite(v.astype(float))) or np.any(v.astype(float) < 0):
