@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
     from ..engine.profile import EngineProfile, list_engines, load_engine
     from .protocol import StepModelLike
     from .result import SimulationResult
+    from .reuse import expected_hit_rate
     from .search import LoadSearch, max_load
     from .simulator import Disaggregated, simulate
     from .steady_disagg import steady_state_disagg
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
 
 __all__ = [
     "SLO", "Disaggregated", "EngineProfile", "LoadSearch", "SimulationResult", "StepModelLike", "Workload",
-    "list_engines", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
+    "expected_hit_rate", "list_engines", "load_engine", "load_workload", "max_load", "simulate", "steady_state",
     "steady_state_disagg",
 ]
 

@@ -61,6 +61,7 @@ from ..engine.engine import Engine
 from ..engine.prefill import prefill_batch_time, prefix_step_time
 from ..errors import ConfigError
 from .protocol import resolve_step_model
+from .reuse import expected_hit_rate
 from .waves import wave_wait
 from .workload import Workload
 
@@ -132,7 +133,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         wave of C): weight s of the wave wait W of :mod:`perfmodel.serving.waves`, which is added to
         the think time and to the TTFT. Default: the engine's fitted value (0 for uncalibrated engines).
     prefix_hit_rate : array_like, optional
-        Share h of each prompt found in the prefix cache, 0 to < 1 (default: the workload's, else 0):
+        Share h of each prompt found in the prefix cache, 0 to < 1 (default: the workload's explicit
+        rate, or :func:`perfmodel.serving.reuse.expected_hit_rate` of its shared prefixes with the
+        replica's whole KV capacity, else 0):
         only (1 − h)·I tokens are computed, after h·I cached ones that their attention reads; the KV
         context is unchanged.
 
@@ -140,11 +143,15 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     -------
     SteadyState
     """
+    w = None
     if isinstance(isl, Workload):
         w = isl
         isl, osl = w.isl.value, w.osl.value + w.reasoning_tokens.value  # type: ignore[union-attr]
         think_time = w.arrival.think_time
-        if prefix_hit_rate is None:
+        if w.sessions is not None:
+            raise ConfigError("sessions: the steady state takes one prompt length; a workload whose prompts "
+                              "grow turn by turn is answered by simulate")
+        if prefix_hit_rate is None and not w.has_reuse:
             prefix_hit_rate = w.prefix_hit_rate
     concurrency = checks.reals(concurrency, "concurrency (clients per replica)", 0, lo_open=True)
     think_time = checks.reals(think_time, "think_time [s]", 0)
@@ -152,6 +159,8 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     serving_engine = Engine.load(engine)
     model = serving_engine.step(resolve_step_model(step_model))
     eng = serving_engine.profile
+    if w is not None and prefix_hit_rate is None and w.has_reuse:
+        prefix_hit_rate = expected_hit_rate(w, float(model.kv_capacity_tokens) * eng.kv_capacity_fraction)
     if sync_fraction is None:
         sync_fraction = serving_engine.terms.sync_fraction
     C, Isl, Osl, Z, S, sync, hit = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (

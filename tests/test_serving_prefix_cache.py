@@ -1,0 +1,189 @@
+"""Prefix reuse in the simulator: the per-replica prefix cache, shared prefixes, sessions, traces and the
+steady-state hit-rate rule (perfmodel.serving.prefixcache / reuse)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.core.step import StepModel
+from perfmodel.engine.engine import Engine
+from perfmodel.errors import ConfigError, SpecError
+from perfmodel.serving import Workload, expected_hit_rate, simulate, steady_state
+from perfmodel.serving.prefixcache import PrefixCache
+
+SM = StepModel("llama-3.1-8b", "h100-sxm")
+ARRAYS = ("arrival_s", "sched_s", "first_token_s", "finish_s", "isl", "osl", "status", "preemptions",
+          "itl_values", "itl_weights")
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True) for k in ARRAYS)
+
+
+# -- the cache itself -----------------------------------------------------------------------------
+def test_cache_pins_keeps_and_evicts_least_recently_used():
+    c = PrefixCache()
+    c.pin([1, 2, 3])
+    assert (c.size, c.pinned) == (3, 3)
+    c.unpin([1, 2, 3])                  # idle in order 1, 2, 3
+    c.keep([4])
+    assert (c.size, c.pinned, list(c.idle)) == (4, 0, [1, 2, 3, 4])
+    assert c.match([1, 2, 9, 4]) == (2, 2)   # a hit after a miss is no hit
+    c.pin([1])                          # in use again: not evictable
+    assert c.evict(2) == 2 and set(c.ref) == {1, 4} and c.evicted == 2
+    assert c.evict(5) == 1 and set(c.ref) == {1}   # the pinned block stays
+
+
+# -- invariants of the simulation ---------------------------------------------------------------
+@pytest.mark.parametrize("engine,load", [("vllm", {"rate": 8.0}), ("sglang", {"concurrency": 48}),
+                                         ("trtllm", {"rate": 6.0})])
+def test_reuse_that_cannot_hit_changes_nothing(engine, load):
+    """A 15-token prefix never fills a 16-token block: the cache runs and finds nothing, and every
+    per-request array equals the run without any reuse, bit for bit (same seed). (SGLang's radix cache
+    has 1-token pages; 16-token ones here, for the invariant.)"""
+    engine = Engine.load(engine, kv_block_size=16)
+    base = Workload.fixed(2048, 256, **load)
+    a = simulate(SM, base, engine=engine, requests=300, seed=3)
+    b = simulate(SM, base.replace(prefix={"tokens": 15, "pool": 4}), engine=engine, requests=300, seed=3)
+    assert _same(a, b)
+    assert b.summary()["prefix_hit_rate"] == 0.0 and "prefix_hit_rate" not in a.summary()
+
+
+def test_one_shared_prefix_with_ample_kv_reaches_s_over_isl():
+    """Concurrency 1: request 0 computes the 3072-token prefix, every later one finds it, so the
+    token-weighted hit rate is exactly 3072·(n−1) / (4096·n)."""
+    n = 12
+    w = Workload.fixed(4096, 64, concurrency=1, prefix={"tokens": 3072})
+    res = simulate(SM, w, engine="vllm", requests=n, seed=0)
+    assert res.summary()["prefix_hit_rate"] == pytest.approx(3072 * (n - 1) / (4096 * n), rel=1e-12)
+    assert list(res.cached_tokens) == [0] + [3072] * (n - 1)
+    assert expected_hit_rate(w) == pytest.approx(0.75)
+    # under load (open loop), the prompts that arrive while the first one computes miss too
+    hot = simulate(SM, w.with_load(rate=6.0), engine="vllm", requests=600, seed=1).summary()
+    assert 0.72 < hot["prefix_hit_rate"] <= 0.75
+
+
+def test_ttft_tends_to_the_uncached_prefill_plus_overheads():
+    """Cached prompts: TTFT = request overhead + the prefill of the 1024 uncached tokens after a
+    3072-token cached context + late first tokens, the same as an explicit hit rate of 3072/4096."""
+    cache = simulate(SM, Workload.fixed(4096, 64, concurrency=1, prefix={"tokens": 3072}), engine="vllm",
+                     requests=6, seed=0, step_table="exact")
+    rate = simulate(SM, Workload.fixed(4096, 64, concurrency=1, prefix_hit_rate=0.75), engine="vllm",
+                    requests=6, seed=0, step_table="exact")
+    assert np.allclose(cache.ttft_s[1:], rate.ttft_s[1:], rtol=1e-12)
+    e = Engine.load("vllm")
+    prefill = float(e.step(SM).step_time(0, 0, 1024, 3072))
+    expect = prefill + e.request_overhead + e.terms.first_token_steps * cache.tpot_s[1:]
+    assert np.allclose(cache.ttft_s[1:], expect, rtol=1e-9)
+    assert cache.ttft_s[0] > 2.0 * cache.ttft_s[1]     # the first one computed the whole prompt
+
+
+def test_a_small_cache_evicts_and_hits_less():
+    """64 prefixes of 3072 tokens (196k tokens) over a cache of ~8k tokens: evictions, a hit rate far
+    below the ample cache's, and fewer hits than with one prefix in the same small cache."""
+    w = Workload.fixed(4096, 64, rate=3.0, prefix={"tokens": 3072, "pool": 64})
+    small = Engine.load("vllm", kv_capacity_fraction=0.03)
+    big = simulate(SM, w, engine="vllm", requests=600, seed=2)
+    tiny = simulate(SM, w, engine=small, requests=600, seed=2)
+    one = simulate(SM, w.replace(prefix={"tokens": 3072, "pool": 1}), engine=small, requests=600, seed=2)
+    h_big, h_tiny = big.summary()["prefix_hit_rate"], tiny.summary()["prefix_hit_rate"]
+    assert big.meta["prefix_cache_evicted_blocks"] == 0
+    assert tiny.meta["prefix_cache_evicted_blocks"] > 1000
+    assert h_tiny < 0.5 * h_big
+    assert one.summary()["prefix_hit_rate"] > 0.7
+    for r in (big, tiny, one):   # conservation: every request ends in exactly one state
+        s = r.summary()
+        assert s["completed"] + s["cancelled"] + s["rejected"] + s["in_flight"] == s["arrived"] == 600
+
+
+def test_preempted_requests_find_their_prompt_blocks():
+    """KV so small that decodes preempt: a re-admitted request finds its cached prompt blocks, so the
+    run does less prefill work (fewer busy seconds) than when nothing is shared."""
+    small = Engine.load("vllm", kv_capacity_fraction=0.05)
+    w = Workload.fixed(3072, 1024, concurrency=10, prefix={"tokens": 2048})
+    shared = simulate(SM, w, engine=small, requests=120, seed=4)
+    alone = simulate(SM, w.replace(prefix={"tokens": 15}), engine=small, requests=120, seed=4)
+    assert alone.summary()["preemptions"] > 0
+    assert shared.summary()["completed"] == alone.summary()["completed"] == 120
+    assert sum(shared.meta["busy_s"]) < sum(alone.meta["busy_s"])
+
+
+# -- sessions ---------------------------------------------------------------------------------------
+def test_session_prompts_resend_the_history_and_hit_it():
+    """Turn t+1 = turn t's prompt + answer + 50 user tokens; at concurrency 1 with ample KV each later
+    turn finds the previous prompt + answer in whole 16-token blocks."""
+    w = Workload.fixed(1000, 100, concurrency=1, sessions={"turns": 3, "user_tokens": 50})
+    res = simulate(SM, w, engine="vllm", requests=9, seed=0)
+    assert list(res.isl) == [1000, 1150, 1300] * 3
+    assert list(res.cached_tokens) == [0, 1088, 1248] * 3     # floor(1100/16)·16, floor(1250/16)·16
+    assert res.summary()["prefix_hit_rate"] == pytest.approx(3 * 2336 / (3 * 3450), rel=1e-12)
+    assert expected_hit_rate(w) == pytest.approx(2350 / 3450)
+
+
+def test_open_loop_sessions_keep_turns_in_order_and_account_for_every_request():
+    w = Workload.fixed(1024, 128, rate=4.0, sessions={"turns": 4, "user_tokens": 64, "think_time": "2 s"},
+                       prefix={"tokens": 512, "pool": 4})
+    res = simulate(SM, w, engine="vllm", requests=400, seed=5)
+    s = res.summary()
+    assert s["arrived"] == 400 and s["completed"] == 400
+    assert set(np.unique(res.isl)) == {1024, 1216, 1408, 1600}
+    assert 0.5 < s["prefix_hit_rate"] <= expected_hit_rate(w) + 1e-9
+
+
+def test_reasoning_turns_resend_only_the_prompt():
+    w = Workload.fixed(1000, 100, concurrency=1, reasoning_tokens=200,
+                       sessions={"turns": 2, "user_tokens": 50})
+    res = simulate(SM, w, engine="vllm", requests=2, seed=0)
+    assert list(res.isl) == [1000, 1150] and list(res.cached_tokens) == [0, 992]
+    assert expected_hit_rate(w) == pytest.approx(1000 / 2150)
+
+
+# -- traces, the steady state, bad input -------------------------------------------------------------
+def test_trace_prefix_ids_name_the_shared_prefix(tmp_path):
+    n = 20
+    csv = tmp_path / "t.csv"
+    csv.write_text("arrival_s,isl,osl,prefix_id\n" + "".join(f"{2.0 * k},2048,16,{k % 2}\n" for k in range(n)))
+    w = Workload(arrival={"process": "trace", "trace": str(csv)}, isl=1, osl=1, prefix={"tokens": 1024})
+    res = simulate(SM, w, engine="vllm", seed=0)
+    assert list(res.cached_tokens) == [0, 0] + [1024] * (n - 2)
+    bad = tmp_path / "w.yaml"
+    bad.write_text(f"arrival: {{process: trace, trace: {csv}}}\nisl: 1\nosl: 1\n")
+    with pytest.raises(SpecError, match="prefix_id"):
+        simulate(SM, str(bad), engine="vllm", seed=0)
+
+
+def test_expected_hit_rate_rules():
+    w = Workload.fixed(4096, 256, rate=1.0, prefix={"tokens": 3072, "pool": 16})
+    assert expected_hit_rate(w) == pytest.approx(0.75)
+    assert expected_hit_rate(w, kv_capacity=8 * 3072) == pytest.approx(0.375)   # LRU keeps 8 of 16
+    assert expected_hit_rate(Workload.fixed(4096, 256, rate=1.0, prefix_hit_rate=0.3)) == 0.3
+    assert expected_hit_rate(Workload.fixed(4096, 256, rate=1.0)) == 0.0
+
+
+def test_steady_state_derives_the_hit_rate_from_the_workload():
+    w = Workload.fixed(4096, 256, concurrency=16, prefix={"tokens": 3072, "pool": 4})
+    a = steady_state(SM, 16, w, engine="vllm")
+    b = steady_state(SM, 16, 4096, 256, engine="vllm", prefix_hit_rate=0.75)
+    assert float(a.ttft_s) == pytest.approx(float(b.ttft_s), rel=1e-12)
+    with pytest.raises(ConfigError, match="sessions"):
+        steady_state(SM, 4, Workload.fixed(1024, 128, concurrency=4, sessions={"turns": 2, "user_tokens": 8}))
+
+
+@pytest.mark.parametrize("extra,match", [
+    ({"prefix_hit_rate": 0.5, "prefix": {"tokens": 100}}, "exclusive"),
+    ({"prefix_hit_rate": 0.5, "sessions": {"turns": 2, "user_tokens": 8}}, "exclusive"),
+    ({"prefix": {"tokens": 0}}, "prefix.tokens"),
+    ({"prefix": {"tokens": 100, "pool": 0}}, "prefix.pool"),
+    ({"prefix": {"tokens": 100, "size": 3}}, "size"),
+    ({"sessions": {"turns": 1, "user_tokens": 8}}, "sessions.turns"),
+    ({"sessions": {"turns": 2}}, "user_tokens"),
+])
+def test_bad_reuse_descriptions_are_refused(extra, match):
+    with pytest.raises(SpecError, match=match):
+        Workload.fixed(1024, 128, rate=1.0, **extra)
+
+
+def test_closed_loop_sessions_refuse_their_own_think_time():
+    with pytest.raises(SpecError, match="think_time"):
+        Workload.fixed(1024, 128, concurrency=2, sessions={"turns": 2, "user_tokens": 8, "think_time": 1})
