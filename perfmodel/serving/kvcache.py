@@ -25,15 +25,11 @@ class DecodeSet:
         Tokens per KV block (bs).
     kv0, end_g : list
         Shared per-request arrays (indexed by request id) this set writes into.
-    shared : list
-        Per-request whole blocks held by the replica's prefix cache instead (read; constant while
-        the request decodes): ``blocks = ceil(kv / bs) − shared``.
     """
 
-    __slots__ = ("bs", "g", "n", "sum_kv0", "cnt", "qsum", "heap", "kv0", "end_g", "nblocks", "shared",
-                 "sum_shared")
+    __slots__ = ("bs", "g", "n", "sum_kv0", "cnt", "qsum", "heap", "kv0", "end_g", "nblocks")
 
-    def __init__(self, block_size: int, kv0: list, end_g: list, shared: list) -> None:
+    def __init__(self, block_size: int, kv0: list, end_g: list) -> None:
         self.bs = int(block_size)
         self.g = 0                # decode steps executed by this replica
         self.n = 0                # sequences decoding
@@ -44,8 +40,6 @@ class DecodeSet:
         self.nblocks = 0          # blocks held now (kept in step with g)
         self.kv0 = kv0
         self.end_g = end_g
-        self.shared = shared
-        self.sum_shared = 0       # sum of shared over the set
 
     # -- membership -----------------------------------------------------------------------
     def add(self, rid: int, kv: int, steps_left: int) -> None:
@@ -59,16 +53,12 @@ class DecodeSet:
         self.sum_kv0 += k0
         self.cnt[k0 % self.bs] += 1
         self.qsum += k0 // self.bs
-        sh = self.shared[rid]
-        self.sum_shared += sh
-        self.nblocks += -(-kv // self.bs) - sh
+        self.nblocks += -(-kv // self.bs)
 
     def remove(self, rid: int) -> None:
         """Remove ``rid`` (completion or preemption); its heap entry goes stale."""
         k0 = self.kv0[rid]
-        sh = self.shared[rid]
-        self.sum_shared -= sh
-        self.nblocks -= -(-(k0 + self.g) // self.bs) - sh
+        self.nblocks -= -(-(k0 + self.g) // self.bs)
         self.n -= 1
         self.sum_kv0 -= k0
         self.cnt[k0 % self.bs] -= 1
@@ -114,8 +104,8 @@ class DecodeSet:
             return self.nblocks
         bs = self.bs
         if bs == 1:
-            return self.sum_kv0 + self.n * g - self.sum_shared
-        tot = self.qsum - self.sum_shared
+            return self.sum_kv0 + self.n * g
+        tot = self.qsum
         for r, c in enumerate(self.cnt):
             if c:
                 tot += c * ((r + g + bs - 1) // bs)
@@ -156,3 +146,35 @@ class DecodeSet:
             else:
                 hi = mid
         return lo
+
+
+class SharedDecodeSet(DecodeSet):
+    """A :class:`DecodeSet` whose sequences may use whole blocks held by the replica's prefix cache.
+
+    ``shared`` (per request id, read; constant while the request decodes) is subtracted from the
+    sequence's own blocks: ``blocks = ceil(kv / bs) − shared``. Growth per step is unchanged, so
+    :meth:`~DecodeSet.need` and :meth:`~DecodeSet.steps_that_fit` are inherited. A separate class, so
+    that the set of a replica without a prefix cache runs the plain (faster) methods.
+    """
+
+    __slots__ = ("shared", "sum_shared")
+
+    def __init__(self, block_size: int, kv0: list, end_g: list, shared: list) -> None:
+        super().__init__(block_size, kv0, end_g)
+        self.shared = shared
+        self.sum_shared = 0       # sum of shared over the set
+
+    def add(self, rid: int, kv: int, steps_left: int) -> None:
+        super().add(rid, kv, steps_left)
+        sh = self.shared[rid]
+        self.sum_shared += sh
+        self.nblocks -= sh
+
+    def remove(self, rid: int) -> None:
+        super().remove(rid)
+        sh = self.shared[rid]
+        self.sum_shared -= sh
+        self.nblocks += sh
+
+    def blocks(self, g: int | None = None) -> int:
+        return super().blocks(g) if g is None else super().blocks(g) - self.sum_shared

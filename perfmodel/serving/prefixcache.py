@@ -69,12 +69,13 @@ class PrefixCache:
         ref, idle = self.ref, self.idle
         for k in keys:
             r = ref.get(k, 0)
-            if r == 0 and k in idle:
-                del idle[k]
+            if r == 0:
+                idle.pop(k, None)
             ref[k] = r + 1
 
     def unpin(self, keys: list[int]) -> None:
-        """A sequence stops using these blocks; unused ones become idle (most recently used)."""
+        """A sequence stops using these blocks; unused ones become idle (most recently used, in the
+        order given)."""
         ref, idle = self.ref, self.idle
         for k in keys:
             r = ref[k] - 1

@@ -35,7 +35,7 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING
 
-from .kvcache import DecodeSet
+from .kvcache import DecodeSet, SharedDecodeSet
 from .prefixcache import INDEX_BITS, PrefixCache
 from .state import CANCELLED, COMPLETED, DECODE, DONE, IN_FLIGHT, PREFILL, WAITING
 
@@ -67,8 +67,12 @@ class Replica:
         self.n_wait = 0
         self.running: list[int] = []
         self.prefilling: list[int] = []
-        self.dec = DecodeSet(self.bs, self.R.kv0, self.R.end_g, self.R.cblk)
         self.cache = PrefixCache() if sim.w.has_reuse and role != "decode" else None
+        if self.cache is None:
+            self.dec = DecodeSet(self.bs, self.R.kv0, self.R.end_g)
+        else:
+            self.dec = SharedDecodeSet(self.bs, self.R.kv0, self.R.end_g, self.R.cblk)
+            self.free_blocks = self._free_blocks_cached   # type: ignore[method-assign]
         self.pf_blocks = 0
         self.reserved = 0
         self.hold = 0             # blocks the decodes of the step being composed will take
@@ -99,15 +103,19 @@ class Replica:
         return -(-tokens // self.bs)
 
     def free_blocks(self) -> int:
-        """KV blocks not held by any request, less those kept for this step's decode tokens.
+        """KV blocks not held by any request, less those kept for this step's decode tokens."""
+        if self.reserve:
+            return self.total_blocks - self.reserved
+        return self.total_blocks - self.dec.nblocks - self.pf_blocks - self.hold
 
-        Idle prefix-cache blocks count as free (they are evicted when taken, :meth:`_trim`).
-        """
+    def _free_blocks_cached(self) -> int:
+        """:meth:`free_blocks` of a replica with a prefix cache: less the pinned cached blocks (idle ones
+        count as free; they are evicted when taken, :meth:`_trim`)."""
         if self.reserve:
             free = self.total_blocks - self.reserved
         else:
             free = self.total_blocks - self.dec.nblocks - self.pf_blocks - self.hold
-        return free if self.cache is None else free - self.cache.pinned
+        return free - self.cache.pinned
 
     def fits_ever(self, rid: int) -> bool:
         """Whether the request's full KV (prompt + output) fits this replica's cache at all."""
@@ -203,9 +211,10 @@ class Replica:
         R = self.R
         po, so = R.pown[rid], R.sown[rid]
         pb = R.plen[rid] // self.bs if po >= 0 else 0
-        if so < 0:
-            b = min(b, pb)
-        return [((po if i < pb else so) << INDEX_BITS) | i for i in range(a, b)]
+        keys = list(range((po << INDEX_BITS) + a, (po << INDEX_BITS) + min(b, pb))) if a < pb else []
+        if so >= 0 and b > pb:
+            keys += range((so << INDEX_BITS) + max(a, pb), (so << INDEX_BITS) + b)
+        return keys
 
     def _reusable(self, rid: int, target: int) -> int:
         """Leading blocks of a prompt of ``target`` tokens that may be cached (one token is computed)."""
@@ -239,17 +248,19 @@ class Replica:
 
     def _uncache(self, rid: int, finished: bool) -> None:
         """The request leaves (or is preempted): unpin its cached blocks; a finished turn leaves its
-        history's blocks for the session's next turn."""
+        history's blocks for the session's next turn. Blocks go idle last one first, so that a prompt's
+        tail is evicted before its head (a head without its tail still hits, not the reverse)."""
         R, c = self.R, self.cache
         cb = R.cblk[rid]
-        if cb:
-            c.unpin(self._keys(rid, 0, cb))
-            R.cblk[rid] = 0
         if finished and R.keep[rid]:
             kb = R.keep[rid] // self.bs
             if kb > cb:
-                c.keep(self._keys(rid, cb, kb))
-                self._trim()
+                c.keep(self._keys(rid, cb, kb)[::-1])
+        if cb:
+            c.unpin(self._keys(rid, 0, cb)[::-1])
+            R.cblk[rid] = 0
+        if finished and R.keep[rid]:
+            self._trim()
 
     # -- composing a step ---------------------------------------------------------------------
     def _admit_direct(self, now: float) -> None:
