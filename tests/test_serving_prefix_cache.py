@@ -187,3 +187,53 @@ def test_bad_reuse_descriptions_are_refused(extra, match):
 def test_closed_loop_sessions_refuse_their_own_think_time():
     with pytest.raises(SpecError, match="think_time"):
         Workload.fixed(1024, 128, concurrency=2, sessions={"turns": 2, "user_tokens": 8, "think_time": 1})
+
+
+# -- bookkeeping, checked after every step --------------------------------------------------------------
+CASES = [
+    ("vllm", 0.03, {"rate": 4.0}, {"prefix": {"tokens": 2048, "pool": 8}}),
+    ("sglang", 0.03, {"rate": 4.0}, {"prefix": {"tokens": 2048, "pool": 8}}),
+    ("trtllm", 0.05, {"rate": 3.0}, {"prefix": {"tokens": 2048, "pool": 8}}),
+    ("vllm", 0.04, {"concurrency": 12}, {"sessions": {"turns": 3, "user_tokens": 200},
+                                         "prefix": {"tokens": 1000, "pool": 2}}),
+]
+
+
+@pytest.mark.parametrize("engine,fraction,load,reuse", CASES)
+def test_cache_and_sequences_never_overcommit_the_kv(monkeypatch, engine, fraction, load, reuse):
+    """After every step: blocks of sequences + cached blocks <= capacity, every pinned reference belongs
+    to a running request, and idle blocks are exactly those with no reference."""
+    from perfmodel.serving import scheduler
+
+    seen = {"steps": 0, "evicted": 0}
+    original = scheduler.Replica.commit
+
+    def checked(self, upto=None):
+        original(self, upto)
+        c, R = self.cache, self.R
+        used = self.reserved if self.reserve else self.dec.nblocks + self.pf_blocks
+        assert used + c.size <= self.total_blocks
+        assert sum(c.ref.values()) == sum(R.cblk[r] for r in self.running)
+        assert set(c.idle) == {k for k, r in c.ref.items() if r == 0}
+        seen["steps"] += 1
+        seen["evicted"] = c.evicted
+
+    monkeypatch.setattr(scheduler.Replica, "commit", checked)
+    e = Engine.load(engine, kv_capacity_fraction=fraction)
+    w = Workload.fixed(3000, 300, **load, **reuse)
+    s = simulate(SM, w, engine=e, requests=200, seed=7).summary()
+    assert s["completed"] + s["cancelled"] + s["rejected"] == 200
+    assert seen["steps"] > 100 and seen["evicted"] > 0 and s["prefix_hit_rate"] > 0
+
+
+def test_disaggregated_prefill_pool_caches_the_prefix():
+    from perfmodel.serving.simulator import Disaggregated
+
+    pool = {"model": "llama-3.1-8b", "hardware": "h100-sxm"}
+    d = Disaggregated(prefill=pool, decode=pool, decode_replicas=2)
+    w = Workload.fixed(4096, 128, rate=4.0)
+    plain = simulate(d, w, requests=300, seed=2)
+    cached = simulate(d, w.replace(prefix={"tokens": 3072}), requests=300, seed=2)
+    s = cached.summary()
+    assert s["completed"] == 300 and 0.74 < s["prefix_hit_rate"] <= 0.75
+    assert s["ttft_p50_s"] < plain.summary()["ttft_p50_s"]
