@@ -70,7 +70,8 @@ def _counts(name: str, values, low: float) -> np.ndarray:
 def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None, rate=None,
              engine: Any = "vllm", tp: int = 1, pp: int = 1, dp_attention: int = 1, ep: int = 1,
              precision: str = "", prefill: PrefillPool | None = None, calibration: str = "calibrated",
-             efficiency: str = "calibrated", seed: int = 0, prefix_hit_rate: float = 0.0) -> pd.DataFrame:
+             efficiency: str = "calibrated", seed: int = 0, prefix_hit_rate: float = 0.0,
+             prefix: Any = None) -> pd.DataFrame:
     """Mean TTFT, TPOT and throughput of a deployment under load (see the module docstring).
 
     Parameters
@@ -103,6 +104,10 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     prefix_hit_rate : float
         Share of each prompt found in the engine's prefix cache, [0, 1): attended, not computed. With
         P/D the whole cache is still transferred (the decode pool is assumed not to hold the prefix).
+    prefix : SharedPrefix | dict, optional
+        Shared prompt prefixes instead of a rate (``{"tokens": 3072, "pool": 16}``, exclusive with
+        ``prefix_hit_rate``): open loop, the simulator's prefix cache finds the hits; closed loop, the
+        rate is :func:`perfmodel.serving.reuse.expected_hit_rate` with the replica's KV capacity.
 
     Returns
     -------
@@ -141,9 +146,9 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     if (concurrency is None) == (rate is None):
         raise ConfigError("give concurrency (closed-loop clients) or rate (open-loop requests/s), not both")
     pools = [("", ep)] if prefill is None else [("", ep), ("prefill.", prefill.ep)]
-    for prefix, e in pools:
+    for pool, e in pools:
         if e != 1 and spec.moe is None:
-            raise ConfigError(f"{prefix}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
+            raise ConfigError(f"{pool}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
     weights, activations, kv = _formats(model, hw, backend, precision)
 
     def replica(t, d, e):
@@ -157,6 +162,16 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
 
     decode = replica(tp, dp_attention, ep)
     gpus = decode.devices
+    reuse = {} if prefix is None else {"prefix": prefix}
+    if prefix is not None:
+        from .reuse import expected_hit_rate
+
+        if prefix_hit_rate:
+            raise ConfigError(f"prefix_hit_rate ({prefix_hit_rate}) is exclusive with prefix: give one")
+        w = Workload.fixed(isl, osl, rate=1.0, prefix=prefix)
+        if rate is None:
+            kv_tokens = float(served.step(decode).kv_capacity_tokens) * served.profile.kv_capacity_fraction
+            prefix_hit_rate = expected_hit_rate(w, kv_tokens)
     if rate is not None:
         if prefill is not None:
             raise ConfigError("rate: open-loop estimates are for aggregated deployments; give concurrency "
@@ -164,7 +179,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         rates = _counts("rate", rate, 1e-9)
         rows = []
         for lam in rates:
-            w = Workload.fixed(isl, osl, rate=float(lam), prefix_hit_rate=prefix_hit_rate)
+            w = Workload.fixed(isl, osl, rate=float(lam), prefix_hit_rate=prefix_hit_rate, **reuse)
             s = simulate(decode, w, engine=served, requests=RATE_REQUESTS, seed=seed).summary(warmup=RATE_WARMUP)
             rows.append({"rate": lam, "ttft_s": s["ttft_mean_s"], "tpot_s": s["tpot_mean_s"],
                          "requests_per_s": s["throughput_rps"], "n_decode": np.nan, "limited_by": "",
