@@ -45,6 +45,7 @@ def test_reuse_that_cannot_hit_changes_nothing(engine, load):
     engine = Engine.load(engine, kv_block_size=16)
     base = Workload.fixed(2048, 256, **load)
     a = simulate(SM, base, engine=engine, requests=300, seed=3)
+    assert a.summary()["preemptions"] == 0    # (a preempted request would find its own blocks cached)
     b = simulate(SM, base.replace(prefix={"tokens": 15, "pool": 4}), engine=engine, requests=300, seed=3)
     assert _same(a, b)
     assert b.summary()["prefix_hit_rate"] == 0.0 and "prefix_hit_rate" not in a.summary()
@@ -80,7 +81,7 @@ def test_ttft_tends_to_the_uncached_prefill_plus_overheads():
 
 
 def test_a_small_cache_evicts_and_hits_less():
-    """64 prefixes of 3072 tokens (196k tokens) over a cache of ~8k tokens: evictions, a hit rate far
+    """64 prefixes of 3072 tokens (196k tokens) over a cache of ~13k tokens: evictions, a hit rate far
     below the ample cache's, and fewer hits than with one prefix in the same small cache."""
     w = Workload.fixed(4096, 64, rate=3.0, prefix={"tokens": 3072, "pool": 64})
     small = Engine.load("vllm", kv_capacity_fraction=0.03)
@@ -88,7 +89,7 @@ def test_a_small_cache_evicts_and_hits_less():
     tiny = simulate(SM, w, engine=small, requests=600, seed=2)
     one = simulate(SM, w.replace(prefix={"tokens": 3072, "pool": 1}), engine=small, requests=600, seed=2)
     h_big, h_tiny = big.summary()["prefix_hit_rate"], tiny.summary()["prefix_hit_rate"]
-    assert big.meta["prefix_cache_evicted_blocks"] == 0
+    assert h_big > 0.6     # every prefix after its first use (the prompts' own tails are what is evicted)
     assert tiny.meta["prefix_cache_evicted_blocks"] > 1000
     assert h_tiny < 0.5 * h_big
     assert one.summary()["prefix_hit_rate"] > 0.7
@@ -98,15 +99,19 @@ def test_a_small_cache_evicts_and_hits_less():
 
 
 def test_preempted_requests_find_their_prompt_blocks():
-    """KV so small that decodes preempt: a re-admitted request finds its cached prompt blocks, so the
-    run does less prefill work (fewer busy seconds) than when nothing is shared."""
+    """KV so small that decodes preempt: with a prefix cache a re-admitted request finds the blocks of
+    its prompt still cached (its own and the shared prefix), so the run does less prefill work (fewer
+    busy seconds) than without reuse, where every preemption recomputes the whole prompt."""
     small = Engine.load("vllm", kv_capacity_fraction=0.05)
-    w = Workload.fixed(3072, 1024, concurrency=10, prefix={"tokens": 2048})
-    shared = simulate(SM, w, engine=small, requests=120, seed=4)
-    alone = simulate(SM, w.replace(prefix={"tokens": 15}), engine=small, requests=120, seed=4)
-    assert alone.summary()["preemptions"] > 0
-    assert shared.summary()["completed"] == alone.summary()["completed"] == 120
-    assert sum(shared.meta["busy_s"]) < sum(alone.meta["busy_s"])
+    w = Workload.fixed(3072, 1024, concurrency=10)
+    none = simulate(SM, w, engine=small, requests=120, seed=4)
+    own = simulate(SM, w.replace(prefix={"tokens": 15}), engine=small, requests=120, seed=4)
+    shared = simulate(SM, w.replace(prefix={"tokens": 2048}), engine=small, requests=120, seed=4)
+    assert none.summary()["preemptions"] > 0 and own.summary()["preemptions"] > 0
+    assert own.summary()["prefix_hit_rate"] == 0.0    # first admissions find nothing
+    assert all(r.summary()["completed"] == 120 for r in (none, own, shared))
+    busy = [sum(r.meta["busy_s"]) for r in (shared, own, none)]
+    assert busy[0] < busy[1] < busy[2]
 
 
 # -- sessions ---------------------------------------------------------------------------------------

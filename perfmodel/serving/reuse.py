@@ -34,8 +34,9 @@ def expected_hit_rate(workload: Any, kv_capacity: float | None = None) -> float:
       reasoning turn, whose thinking is not resent), ``h = Σ_t H_t / Σ_t I_t``.
 
     Optimistic where the cache is short of room or cold: the first request of each prefix computes it,
-    prompts arriving together miss together, running sequences take capacity from cached blocks, and a
-    session's history can be evicted while its user thinks (``kv_capacity`` is not applied to sessions).
+    prompts arriving together miss together, running sequences and the prompts' own (unshared) blocks,
+    cached too and evicted LRU alongside, take capacity from the prefixes, and a session's history can be
+    evicted while its user thinks (``kv_capacity`` is not applied to sessions).
 
     Parameters
     ----------

@@ -217,11 +217,12 @@ class Replica:
         return keys
 
     def _reusable(self, rid: int, target: int) -> int:
-        """Leading blocks of a prompt of ``target`` tokens that may be cached (one token is computed)."""
+        """Leading blocks of a prompt of ``target`` tokens that may be cached (one token is computed):
+        the shared prefix, the session's history, and after a preemption the request's own blocks."""
         R = self.R
         n = R.plen[rid] if R.pown[rid] >= 0 else 0
-        if R.sown[rid] >= 0 and R.slen[rid] > n:
-            n = R.slen[rid]
+        if R.sown[rid] >= 0:
+            n = max(n, R.slen[rid], target if R.gen[rid] else 0)
         return min(n, target - 1) // self.bs
 
     def _trim(self) -> None:
@@ -231,10 +232,12 @@ class Replica:
             self.cache.evict(over)
 
     def _register(self, rid: int) -> None:
-        """The request's prompt is computed: its whole keyed blocks join the cache (pinned by it)."""
+        """The request's prompt is computed: its whole keyed blocks join the cache (pinned by it).
+        Thinking recomputed after a preemption is not registered: it is no part of any later prompt."""
         R = self.R
         cb = R.cblk[rid]
-        keys = self._keys(rid, cb, R.pf_target[rid] // self.bs)
+        end = R.pf_target[rid] if R.reason[rid] == 0 else min(R.pf_target[rid], R.isl[rid])
+        keys = self._keys(rid, cb, end // self.bs)
         if not keys:
             return
         self.cache.pin(keys)

@@ -253,7 +253,9 @@ class _Sim:
         self._tag_prefixes(R.n - k)
 
     def _tag_prefixes(self, lo: int, ids: np.ndarray | None = None) -> None:
-        """Give requests ``lo..`` (not in sessions) their shared prefix: drawn, or ``ids`` of a trace."""
+        """Give requests ``lo..`` (not in sessions) their shared prefix, drawn or ``ids`` of a trace, and
+        an owner of their own for the rest of the prompt (cached too, reused only by the request itself
+        after a preemption)."""
         if self.prefix is None or self.sessions is not None:
             return
         R = self.req
@@ -262,6 +264,7 @@ class _Sim:
         S = self.prefix.tokens
         R.pown[lo:] = [2 * int(p) for p in ids]
         R.plen[lo:] = [min(S, x) for x in R.isl[lo:]]
+        R.sown[lo:] = [2 * r + 1 for r in range(lo, R.n)]
 
     def _new_turn(self, rid: int, prev: int) -> None:
         """Make request ``rid`` the next turn of ``prev``'s session (or the first of a new one, prev < 0).

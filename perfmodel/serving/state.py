@@ -47,7 +47,7 @@ class RequestTable:
         # prefix reuse (perfmodel.serving.prefixcache): owners are 2·pool id / 2·session + 1, -1 = none
         self.pown: list[int] = []       # owner of the shared prefix
         self.plen: list[int] = []       # its length in this prompt [tokens]
-        self.sown: list[int] = []       # owner of the session history
+        self.sown: list[int] = []       # owner of the rest: the session history, or the request own
         self.slen: list[int] = []       # reusable history at the start of this prompt [tokens]
         self.keep: list[int] = []       # tokens left cached at completion for the next turn
         self.sess: list[int] = []       # session id (-1: none)
