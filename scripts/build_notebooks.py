@@ -1231,7 +1231,8 @@ NB04 = [
     With a shared system prompt or a resent conversation, part of each prompt is already in the
     engine's prefix cache: those tokens are attended but not computed. `prefix_hit_rate` (on a
     workload, `steady_state`, `predict(engine=...)`, `estimate` and `--prefix-hit-rate`) is the share of
-    each prompt found there; the cache's own capacity and eviction are not simulated yet.
+    each prompt found there, given explicitly here; a workload can instead describe the reuse and let the
+    simulator's prefix cache find the hits (next section).
     """),
     code("""
     hits = [0.0, 0.25, 0.5, 0.75, 0.9]
@@ -1250,6 +1251,30 @@ NB04 = [
     """),
     code("""
     assert pc["TTFT simulated [ms]"].is_monotonic_decreasing
+    """),
+    md("""
+    ### The cache itself: shared prefixes competing for KV
+
+    `prefix: {tokens: S, pool: P}` makes every prompt start with one of P shared prefixes. Each replica
+    keeps a block-granular cache that competes with the running sequences for KV and evicts least
+    recently used blocks, so the hit rate is an outcome: about S/ISL while the pool fits, less once it
+    does not (`expected_hit_rate` is the steady-state rule, optimistic when room is short).
+    """),
+    code("""
+    from perfmodel.serving import expected_hit_rate
+
+    rows = []
+    for pool in [1, 64, 256]:
+        w = Workload.fixed(4096, 256, rate=6.0, prefix={"tokens": 3072, "pool": pool})
+        r = simulate(sm, w, engine="vllm", requests=1200, seed=1).summary(warmup=0.1)
+        rule = expected_hit_rate(w, float(sm.kv_capacity_tokens))
+        rows.append({"prefixes": pool, "hit rate": r["prefix_hit_rate"], "rule": rule,
+                     "TTFT p50 [ms]": r["ttft_p50_s"] * 1e3, "TPOT p50 [ms]": r["tpot_p50_s"] * 1e3})
+    pools = pd.DataFrame(rows)
+    pools.round(3)
+    """),
+    code("""
+    assert pools["hit rate"].is_monotonic_decreasing and pools["hit rate"].iloc[0] > 0.74
     """),
     md("""
     ## What to take away
