@@ -207,7 +207,8 @@ class Replica:
 
     # -- prefix cache ------------------------------------------------------------------------------
     def _keys(self, rid: int, a: int, b: int) -> list[int]:
-        """Cache keys of the request's blocks ``a..b-1`` that have one (shared prefix, then session)."""
+        """Cache keys of the request's blocks ``a..b-1`` that have one: the shared prefix's, then those
+        of the rest (its session's history, or its own)."""
         R = self.R
         po, so = R.pown[rid], R.sown[rid]
         pb = R.plen[rid] // self.bs if po >= 0 else 0
