@@ -1288,7 +1288,8 @@ NB04 = [
     * Speculative decoding buys per-user speed with compute: it pays while the step reads weights or
       KV cache and stops paying once verification is compute-bound, sooner for longer drafts.
       Prefix caching cuts TTFT as the cached share grows, down to the uncached part's prefill plus the
-      engine's fixed terms.
+      engine's fixed terms; the share itself falls once the prefixes no longer fit beside the running
+      sequences.
 
     On the command line: `perfmodel simulate ... --rate 8 --slo-ttft 2s --slo-tpot 50ms` and
     `perfmodel max-load ... --target 0.95`.
