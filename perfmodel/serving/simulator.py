@@ -464,7 +464,7 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     sim.generate_load()
     R = sim.req
     max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
-    max_ctx = max(max_ctx, int(_dist_max(w)))
+    max_ctx = max(max_ctx, int(_dist_max(w)), _session_max(w, R))
     eng = Engine.load(engine)
     if isinstance(step_model, Disaggregated):
         d = step_model
@@ -514,6 +514,16 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     wall = time.perf_counter() - wall0
     return SimulationResult.from_sim(sim, workload=w, engines=engines, models=models,
                                      router=router, seed=int(seed), wall_s=wall, iterations=iterations)
+
+
+def _session_max(w: Workload, R: RequestTable) -> int:
+    """Context of a session's last turn, from the longest drawn first prompt, answer and output and a
+    generous user message (unbounded distributions: the largest of 4096 draws) [tokens]; 0 without
+    sessions. Sizes the step tables, whose look-ups beyond their grid would clamp."""
+    if w.sessions is None or R.n == 0:
+        return 0
+    user = int(w.sessions.user_tokens.sample(4096, np.random.default_rng(0)).max())
+    return max(R.isl) + (w.sessions.turns - 1) * (max(R.osl) + user) + max(R.out)
 
 
 def _dist_max(w: Workload) -> float:
