@@ -1,6 +1,7 @@
 """Benchmark: 10,000 requests through the serving simulator, one core, an 8B model on one GPU.
 
 Run:  python benchmarks/bench_simulate.py [--requests 10000] [--rate 15] [--repeat 3]
+      [--prefix-tokens 768 --prefix-pool 16 | --session-turns 4]  (with the prefix cache)
 
 Uses the first-principles ``perfmodel.core.step.StepModel`` (Llama-3.1-8B, BF16, one H100-SXM) if it
 can be imported, else the roofline stand-in of :mod:`perfmodel.serving.stand_in`, and says which.
@@ -43,15 +44,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--osl", type=int, default=256)
     ap.add_argument("--engine", default="vllm")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--prefix-tokens", type=int, default=0, help="shared prefix S [tokens] (0: none)")
+    ap.add_argument("--prefix-pool", type=int, default=1, help="distinct shared prefixes P")
+    ap.add_argument("--session-turns", type=int, default=0,
+                    help="multi-turn sessions of this many turns, 64 new tokens each, 5 s apart (0: none)")
     args = ap.parse_args(argv)
 
     from perfmodel.serving import Workload, simulate
 
     model, which = _step_model()
-    w = Workload.fixed(args.isl, args.osl, rate=args.rate, slo={"ttft": "2 s", "tpot": "50 ms"})
+    reuse: dict = {}
+    if args.prefix_tokens:
+        reuse["prefix"] = {"tokens": args.prefix_tokens, "pool": args.prefix_pool}
+    if args.session_turns:
+        reuse["sessions"] = {"turns": args.session_turns, "user_tokens": 64, "think_time": 5.0}
+    w = Workload.fixed(args.isl, args.osl, rate=args.rate, slo={"ttft": "2 s", "tpot": "50 ms"}, **reuse)
     print(f"step model: {which}")
     print(f"workload: {args.requests} requests, Poisson {args.rate:g}/s, ISL {args.isl}, OSL {args.osl}, "
-          f"engine {args.engine}")
+          f"engine {args.engine}" + (f", reuse {reuse}" if reuse else ""))
     cold, cold_cpu, warm, warm_cpu = [], [], [], []
     res = None
     for _ in range(args.repeat):
@@ -70,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"simulated {s['duration_s']:.0f} s of serving: {s['completed']} completed, "
           f"{res.meta['iterations']} events, {res.meta['steps']} forward steps, "
           f"{res.meta['table_points']} step-model points tabulated")
+    if reuse:
+        print(f"  prefix hit rate {s['prefix_hit_rate']:.3f}, "
+              f"{res.meta['prefix_cache_evicted_blocks']} blocks evicted")
     print(f"  TTFT p50 {s['ttft_p50_s'] * 1e3:.1f} ms, TPOT p50 {s['tpot_p50_s'] * 1e3:.2f} ms, "
           f"{s['throughput_output_tokens_per_s']:.0f} output tok/s, SLO attainment {s['slo_attainment']:.3f}")
     print(f"wall time, cold tables: best {min(cold):.3f} s (CPU {min(cold_cpu):.3f} s) of {args.repeat}")
