@@ -49,8 +49,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
     g.add_argument("--replicas", type=POSITIVE, default=None, help="replicas behind the router (default 1)")
     g.add_argument("--router", default="least_loaded",
-                   choices=("least_loaded", "least-loaded", "round_robin", "round-robin", "random"),
-                   help="routing of arrivals to replicas (default least_loaded)")
+                   choices=("least_loaded", "least-loaded", "round_robin", "round-robin", "random", "session"),
+                   help="routing of arrivals to replicas (default least_loaded; session: a session's "
+                        "later turns stay on its first turn's replica)")
     g = p.add_argument_group("workload (flags override --workload)")
     g.add_argument("--workload", help="workload YAML (see workloads/)")
     g.add_argument("--isl", type=POSITIVE, help="input tokens per request (fixed)")

@@ -41,7 +41,7 @@ from .steptable import StepTimer
 from .workload import SLO, Workload, check_context, interarrivals, load_workload, read_trace, sample_lengths
 
 ARRIVAL, TIMEOUT, XFER, ENTER = 0, 1, 2, 3
-ROUTERS = ("least_loaded", "round_robin", "random")
+ROUTERS = ("least_loaded", "round_robin", "random", "session")
 #: Requests simulated when neither ``requests`` nor ``horizon`` is given (here or in the workload).
 DEFAULT_REQUESTS = 1000
 
@@ -131,6 +131,7 @@ class _Sim:
         self.prefix = workload.prefix
         self.sessions = workload.sessions
         self.n_sessions = 0
+        self.home: dict[int, Replica] = {}   # session -> the front replica of its last turn (router "session")
         # an own stream, so that a workload without reuse draws exactly what it always drew
         self.rng_reuse = (np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
                           if workload.has_reuse else None)
@@ -177,7 +178,11 @@ class _Sim:
         R = self.req
         if R.status[rid] != IN_FLIGHT:   # cancelled on its way in
             return
-        rep = self._route(self.front)
+        if self.router == "session" and R.sess[rid] >= 0:
+            rep = self.home.get(R.sess[rid]) or self._route(self.front)
+            self.home[R.sess[rid]] = rep
+        else:
+            rep = self._route(self.front)
         R.replica[rid] = rep.idx
         if not rep.fits_ever(rid) or (self.back and not self.back[0].fits_ever(rid)):
             self.finished(rid, t, REJECTED)
@@ -422,8 +427,10 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     replicas : int
         Identical replicas behind the router (aggregated serving; a :class:`Disaggregated` pair
         sets its own pool sizes).
-    router : {"least_loaded", "round_robin", "random"}
-        Where each arrival goes; least-loaded = fewest running + waiting requests.
+    router : {"least_loaded", "round_robin", "random", "session"}
+        Where each arrival goes; least-loaded = fewest running + waiting requests; ``session`` sends a
+        session's later turns to the replica of its first (where its history is cached) and everything
+        else least-loaded.
     seed : int
         Seed of the numpy Generators (lengths, arrivals and routing use independent streams, so two
         loads with the same seed see the same request lengths).
