@@ -11,6 +11,7 @@ from perfmodel.engine.engine import Engine
 from perfmodel.errors import ConfigError, SpecError
 from perfmodel.serving import Workload, expected_hit_rate, simulate, steady_state
 from perfmodel.serving.prefixcache import PrefixCache
+from perfmodel.serving.reuse import lru_keep_probability
 
 SM = StepModel("llama-3.1-8b", "h100-sxm")
 ARRAYS = ("arrival_s", "sched_s", "first_token_s", "finish_s", "isl", "osl", "status", "preemptions",
@@ -159,11 +160,29 @@ def test_trace_prefix_ids_name_the_shared_prefix(tmp_path):
 
 
 def test_expected_hit_rate_rules():
-    w = Workload.fixed(4096, 256, rate=1.0, prefix={"tokens": 3072, "pool": 16})
+    w = Workload.fixed(4096, 256, concurrency=8, prefix={"tokens": 3072, "pool": 16})
     assert expected_hit_rate(w) == pytest.approx(0.75)
     assert expected_hit_rate(w, kv_capacity=8 * 3072) == pytest.approx(0.375)   # LRU keeps 8 of 16
+    # Che's approximation without unshared tails is the same K/(P·S), whatever the rate
+    for rate in (0.1, 5.0, 300.0):
+        assert lru_keep_probability(16, 3072, 0.0, rate, 8 * 3072) == pytest.approx(0.5, rel=1e-9)
+    assert lru_keep_probability(16, 3072, 0.0, 5.0, 16 * 3072) == 1.0
+    # tails take room: with the 1024-token tails of 5 requests/s the prefixes keep less
+    assert lru_keep_probability(16, 3072, 1024.0, 5.0, 8 * 3072) < 0.5
     assert expected_hit_rate(Workload.fixed(4096, 256, rate=1.0, prefix_hit_rate=0.3)) == 0.3
     assert expected_hit_rate(Workload.fixed(4096, 256, rate=1.0)) == 0.0
+
+
+def test_the_rule_follows_the_simulated_cache_when_room_is_short():
+    """128 prefixes of 3072 tokens do not fit a 421k-token cache beside the prompts' own tails: the
+    simulated hit rate (after warm-up) and Che's approximation agree within 0.04; the rule without a
+    rate (K/(P·S) = 1 here) does not see the shortage."""
+    w = Workload.fixed(4096, 256, rate=6.0, prefix={"tokens": 3072, "pool": 128})
+    sim = simulate(SM, w, engine="vllm", requests=2000, seed=1).summary(warmup=0.3)["prefix_hit_rate"]
+    kv = float(SM.kv_capacity_tokens)
+    rule = expected_hit_rate(w, kv)
+    assert rule == pytest.approx(sim, abs=0.04) and rule < 0.6
+    assert expected_hit_rate(w.with_load(concurrency=8), kv) == pytest.approx(0.75)
 
 
 def test_steady_state_derives_the_hit_rate_from_the_workload():

@@ -168,7 +168,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
 
         if prefix_hit_rate:
             raise ConfigError(f"prefix_hit_rate ({prefix_hit_rate}) is exclusive with prefix: give one")
-        w = Workload.fixed(isl, osl, rate=1.0, prefix=prefix)
+        w = Workload.fixed(isl, osl, concurrency=1, prefix=prefix)   # closed: no rate, K/(P·S) rule
         if rate is None:
             kv_tokens = float(served.step(decode).kv_capacity_tokens) * served.profile.kv_capacity_fraction
             prefix_hit_rate = expected_hit_rate(w, kv_tokens)

@@ -6,9 +6,43 @@ closed forms (steady state, ``estimate``) take the rate :func:`expected_hit_rate
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..errors import ConfigError
+
+
+def lru_keep_probability(pool: float, size: float, tail: float, rate: float, capacity: float) -> float:
+    """Probability that an LRU cache still holds a requested shared prefix (Che's approximation).
+
+    P prefixes of S tokens, each drawn uniformly by requests arriving at λ per second; every request
+    also leaves its own unshared tail of τ tokens, used once. An item stays cached for the
+    characteristic time T after its last use, fixed by filling the capacity K [tokens]:
+
+    ``K = P·S·(1 − exp(−λT/P)) + λ·T·τ``,  and the prefix is found with probability ``1 − exp(−λT/P)``.
+
+    Returns 1 when the pool fits (τ = 0 and P·S <= K). Reference: H. Che, Y. Tung, Z. Wang,
+    "Hierarchical Web caching systems: modeling, design and experimental results", IEEE J. Sel. Areas
+    Commun. 20(7), 2002 (the characteristic-time approximation of LRU).
+    """
+    if pool * size <= capacity and tail <= 0:
+        return 1.0
+    if capacity <= 0:
+        return 0.0
+
+    def filled(t: float) -> float:
+        return pool * size * -math.expm1(-rate * t / pool) + rate * t * tail
+
+    hi = 1.0
+    while filled(hi) < capacity:
+        hi *= 2.0
+        if hi > 1e15:   # tail 0 and a pool that almost fits: everything is kept
+            return 1.0
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if filled(mid) < capacity else (lo, mid)
+    return -math.expm1(-rate * hi / pool)
 
 
 def _mean(d: Any) -> float:
@@ -18,7 +52,7 @@ def _mean(d: Any) -> float:
     return float(m)
 
 
-def expected_hit_rate(workload: Any, kv_capacity: float | None = None) -> float:
+def expected_hit_rate(workload: Any, kv_capacity: float | None = None, *, rate: float | None = None) -> float:
     """Token-weighted share of prompt tokens found in the prefix cache at steady state (after warm-up).
 
     Rules (S prefix tokens, P prefixes, I mean prompt, O mean answer, U mean new user tokens per turn,
@@ -26,24 +60,27 @@ def expected_hit_rate(workload: Any, kv_capacity: float | None = None) -> float:
 
     * explicit ``prefix_hit_rate``: that rate;
     * shared prefixes over a pool: every request finds its prefix if the cache keeps all P prefixes,
-      ``h = S / I``. With ``kv_capacity`` K tokens for cached prefixes and P·S > K, an LRU cache of
-      K / S prefixes under uniform draws holds the requested one with probability K / (P·S)
-      (independent-reference model), so ``h = min(1, K / (P·S)) · S / I``;
+      ``h = S / I``. With ``kv_capacity`` K tokens and a request rate λ (``rate``, default the
+      workload's open-loop rate), the LRU cache also holds each prompt's own I − S tokens for a while:
+      ``h = p · S / I`` with p from :func:`lru_keep_probability`. Without a rate (closed loop), K
+      tokens of prefixes alone: ``p = min(1, K / (P·S))`` (uniform draws, independent references);
     * sessions: turn t >= 2 finds the previous turn's prompt and answer, turn 1 only a shared prefix
       (if any): prompts ``I_t = I + (t−1)(O + U)``, reusable ``H_t = I_t − U`` (``I_{t−1}`` after a
       reasoning turn, whose thinking is not resent), ``h = Σ_t H_t / Σ_t I_t``.
 
     Optimistic where the cache is short of room or cold: the first request of each prefix computes it,
-    prompts arriving together miss together, running sequences and the prompts' own (unshared) blocks,
-    cached too and evicted LRU alongside, take capacity from the prefixes, and a session's history can be
-    evicted while its user thinks (``kv_capacity`` is not applied to sessions).
+    prompts arriving together miss together, the running sequences' KV takes room from the cache (pass
+    the capacity less their tokens), without a rate the prompts' own blocks are not counted, and a
+    session's history can be evicted while its user thinks (``kv_capacity`` is not applied to sessions).
 
     Parameters
     ----------
     workload : Workload
         Its ``prefix_hit_rate``, ``prefix`` and ``sessions``.
     kv_capacity : float | None
-        KV tokens the cache can devote to idle prefixes (None: ample).
+        KV tokens the cache can devote to cached blocks (None: ample).
+    rate : float | None
+        Request rate λ [1/s] (default: the workload's, open loop).
 
     Returns
     -------
@@ -59,7 +96,14 @@ def expected_hit_rate(workload: Any, kv_capacity: float | None = None) -> float:
     shared = 0.0
     if w.prefix is not None:
         S, P = float(w.prefix.tokens), float(w.prefix.pool)
-        kept = 1.0 if kv_capacity is None else min(1.0, kv_capacity / (P * S))
+        if rate is None and w.arrival.process in ("poisson", "gamma"):
+            rate = w.arrival.rate
+        if kv_capacity is None:
+            kept = 1.0
+        elif rate is None:
+            kept = min(1.0, kv_capacity / (P * S))
+        else:
+            kept = lru_keep_probability(P, S, max(isl - S, 0.0), float(rate), kv_capacity)
         shared = kept * min(S, isl)
     if w.sessions is None:
         return min(shared / isl, 1.0 - 1.0 / isl)
