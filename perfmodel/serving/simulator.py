@@ -131,7 +131,7 @@ class _Sim:
         self.prefix = workload.prefix
         self.sessions = workload.sessions
         self.n_sessions = 0
-        self.home: dict[int, Replica] = {}   # session -> the front replica of its last turn (router "session")
+        self.home: dict[int, Replica] = {}   # session -> front replica of its first turn (router "session")
         # an own stream, so that a workload without reuse draws exactly what it always drew
         self.rng_reuse = (np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
                           if workload.has_reuse else None)
