@@ -18,9 +18,13 @@ from .profile import EngineProfile
 def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
     q = np.asarray(q, dtype=float)
-    t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
-    t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
-    tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    if np.all(q >= 0):  # nothing to extrapolate: the two ends are not needed
+        t0 = t1 = tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    else:  # prefixes max(q, 0), 0 and p in one stacked call
+        shape = np.broadcast_shapes(*(np.shape(x) for x in (n, c, p, q)))
+        prefixes = np.stack([np.broadcast_to(np.maximum(q, 0.0), shape), np.zeros(shape),
+                             np.broadcast_to(np.asarray(p, dtype=float), shape)])
+        tq, t0, t1 = np.broadcast_to(np.asarray(model.step_time(n, c, p, prefixes), dtype=float), prefixes.shape)
     return np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))
 
 
