@@ -49,9 +49,10 @@ def check_context(model: Any, isl: np.ndarray, osl: np.ndarray) -> None:
     limit = getattr(model, "max_position_embeddings", None)
     if not limit:
         return
-    isl, osl = (np.ravel(x) for x in np.broadcast_arrays(isl, osl))
     context = isl + osl - 1
     if np.any(context > limit):
+        isl, osl = (np.ravel(x) for x in np.broadcast_arrays(isl, osl))
+        context = isl + osl - 1
         i = int(np.argmax(context))
         raise ConfigError(f"isl + osl: a context of {int(isl[i])} + {int(osl[i])} tokens exceeds {model.id}'s "
                           f"maximum of {limit} tokens (max_position_embeddings); allowed: isl + osl - 1 <= {limit}")
@@ -186,8 +187,8 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     """
     c_lo, c_mid, c_hi = _contexts(i, o)
     zero = np.zeros_like(b)
-    stacked = StepShape.make(n_decode=np.stack([zero, b]), context=np.stack([zero, c_mid]),
-                             n_prefill=np.stack([b, zero]), chunk=np.stack([i, zero]))
+    stacked = StepShape.make(n_decode=np.array([zero, b]), context=np.array([zero, c_mid]),
+                             n_prefill=np.array([b, zero]), chunk=np.array([i, zero]))
     parts = sm.breakdown(stacked)
     steps = np.broadcast_to(parts.total, stacked.n_decode.shape)
     if sm.kv_host_fraction > 0:

@@ -443,8 +443,9 @@ class StepModel:
             fields = [(ops[j].flops, ops[j].bytes, ops[j].m, ops[j].kernels) for j in gemms]
             shape = np.broadcast_shapes(*(np.shape(x) for f in fields for x in f))
             if math.prod(shape) <= STACK_POINTS:
-                flops, data, m, kernels = (np.stack([np.broadcast_to(f[i], shape) for f in fields])
-                                           for i in range(4))
+                same = all(np.shape(x) == shape for f in fields for x in f)  # no broadcast needed
+                flops, data, m, kernels = (np.array([f[i] if same else np.broadcast_to(f[i], shape)
+                                                     for f in fields], dtype=float) for i in range(4))
                 axes = (len(gemms),) + (1,) * len(shape)
                 n = np.array([ops[j].n for j in gemms], dtype=float).reshape(axes)
                 k = np.array([ops[j].k for j in gemms], dtype=float).reshape(axes)
