@@ -5,7 +5,8 @@ by ``python tests/test_predict_pinned.py --write``; the speed work must leave ev
 (rel 1e-12) and every label (bounds, fit reasons) unchanged. The configurations cover dense, MoE,
 MLA + MoE (with attention DP and with DeepSeek Sparse Attention), hybrid recurrent models, pipeline
 parallelism with a host-offloaded KV cache, the datasheet profile, the three fitted engines and a preset
-(with a prefix cache), a broadcast grid and the few-batch-sizes vectorised path.
+(with a prefix cache, prompts longer than the token budget, the small-M variant and
+speculative decoding), a broadcast grid and the few-batch-sizes vectorised path.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 import perfmodel as pm
+from perfmodel.engine.engine import Engine
 
 PINNED = Path(__file__).parent / "data" / "predict_pinned.json"
 
@@ -53,6 +55,16 @@ CASES = {
                                                batch=16, weights="fp8", engine="sglang", prefix_hit_rate=0.5),
     "qwen3-30b-a3b h100 vllm-preset": dict(model="qwen3-30b-a3b", hardware="h100-sxm", isl=512, osl=128,
                                            batch=32, engine="vllm-preset"),
+    "llama-3.1-8b h100 vllm long prompts side by side": dict(model="llama-3.1-8b", hardware="h100-sxm",
+                                                             isl=20000, osl=100, batch=[1, 3]),
+    "llama-3.1-70b h100 tp8 vllm-2k chunked": dict(model="llama-3.1-70b", hardware="h100-sxm", tp=8,
+                                                   isl=[1000, 5000], osl=64, batch=[[1], [4]], engine="vllm-2k"),
+    "llama-3.1-70b b200 tp2 nvfp4 trtllm (small-M variant)": dict(model="llama-3.1-70b", hardware="b200", tp=2,
+                                                                 isl=1024, osl=256, batch=16, weights="nvfp4",
+                                                                 engine="trtllm"),
+    "deepseek-v3 b200 tp8 nvfp4 sglang mtp": dict(model="deepseek-v3", hardware="b200", tp=8, isl=2048, osl=512,
+                                                  batch=8, weights="nvfp4", engine="sglang",
+                                                  spec_decode="mtp:k=3"),
     "llama-3.1-70b h100 tp8 grid": dict(model="llama-3.1-70b", hardware="h100-sxm", tp=8, isl=[128, 2048, 8000],
                                         osl=[[16], [256], [1024]], batch=[1, 8, 64]),
     "deepseek-v3 h200 tp8 few batch sizes": dict(
@@ -67,6 +79,8 @@ LABELS = ("fits", "prefill_bound", "decode_bound", "fit_reason")
 
 def _outputs(case: dict) -> dict:
     kw = dict(case)
+    if "spec_decode" in kw:
+        kw["engine"] = Engine.load(kw["engine"], spec_decode=kw.pop("spec_decode"))
     p = pm.predict(kw.pop("model"), kw.pop("hardware"), **kw)
     out = {f: [x.item() for x in np.asarray(getattr(p, f)).ravel()] for f in NUMBERS + LABELS}
     out["weights_bytes_per_device"] = float(p.weights_bytes_per_device)
