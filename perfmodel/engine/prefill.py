@@ -43,9 +43,13 @@ def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayL
     B = float(eng.max_num_batched_tokens)
     k = np.ceil(isl / B)
     r = isl - (k - 1) * B
+    p_last, q_last = m * r, c0 + (k - 1) * B - (m - 1) * r / 2
     full = 0.0
-    if np.any(k > 1):   # only long prompts have full chunks before the last one
-        full = np.where(k > 1, (k - 1) * prefix_step_time(model, 0.0, 0.0, m * B,
-                                                          c0 + (k - 2) * B / 2 - (m - 1) * B / 2), 0.0)
-    last = prefix_step_time(model, 0.0, 0.0, m * r, c0 + (k - 1) * B - (m - 1) * r / 2)
+    if np.any(k > 1):   # only long prompts have full chunks before the last one: both kinds in one call
+        p_full, q_full = m * B, c0 + (k - 2) * B / 2 - (m - 1) * B / 2
+        t_full, last = prefix_step_time(model, 0.0, 0.0, np.stack(np.broadcast_arrays(p_full, p_last)),
+                                        np.stack(np.broadcast_arrays(q_full, q_last)))
+        full = np.where(k > 1, (k - 1) * t_full, 0.0)
+    else:
+        last = prefix_step_time(model, 0.0, 0.0, p_last, q_last)
     return full + last + k * (eng.step_overhead + eng.seq_overhead * m)
