@@ -160,6 +160,18 @@ class StepBreakdown:
         return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
 
 
+@dataclass(frozen=True)
+class _StackedRow(OpTime):
+    """One op's row of an :class:`OpTime` evaluated for several ops at once, its total taken from the
+    stack's (the same element-wise arithmetic, done in one pass)."""
+
+    stacked_total: np.ndarray | None = None
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.stacked_total.copy()  # a new array, as OpTime.total gives (callers scale it in place)
+
+
 def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
     """A replica given a *system* id (``hgx-h100``) must fit in that system's device count.
 
@@ -441,9 +453,10 @@ class StepModel:
         parts: list[OpTime | None] = [None] * len(ops)
         if len(gemms) > 1:
             fields = [(ops[j].flops, ops[j].bytes, ops[j].m, ops[j].kernels) for j in gemms]
-            shape = np.broadcast_shapes(*(np.shape(x) for f in fields for x in f))
+            shapes = {getattr(x, "shape", ()) for f in fields for x in f}
+            shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
             if math.prod(shape) <= STACK_POINTS:
-                same = all(np.shape(x) == shape for f in fields for x in f)  # no broadcast needed
+                same = not shapes  # all of one shape: no broadcast needed
                 flops, data, m, kernels = (np.array([f[i] if same else np.broadcast_to(f[i], shape)
                                                      for f in fields], dtype=float) for i in range(4))
                 axes = (len(gemms),) + (1,) * len(shape)
@@ -451,8 +464,10 @@ class StepModel:
                 k = np.array([ops[j].k for j in gemms], dtype=float).reshape(axes)
                 t = gemm_cost(flops, data, m, n, k, self.peak, self.bandwidth, self.efficiency,
                               self.precision.matmul_format, kernels, fused_quantization=True)
+                total = t.total
                 for row, j in enumerate(gemms):
-                    parts[j] = OpTime(t.compute[row], t.memory[row], t.overhead[row], t.overlap)
+                    parts[j] = _StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap,
+                                           stacked_total=total[row])
         return [p if p is not None else self._op_parts(op) for p, op in zip(parts, ops, strict=True)]
 
     @functools.cached_property
