@@ -66,8 +66,10 @@ def bench_case(model: str, hw: str, tp: int, extra: dict, n: int, repeat: int, p
     def vectorised() -> None:
         pm.predict(None, None, isl=isl, osl=osl, batch=batch, step_model=sm)
 
-    t, t_reuse, t_engine = (best_of(f, repeat) / n for f in (scalar, reused, engine))
-    t_vec = best_of(vectorised, 2)
+    t, t_reuse = (best_of(f, repeat) / n for f in (scalar, reused))
+    args = args[: n // 4]  # the engine path costs several steps per call
+    t_engine = best_of(engine, repeat) / len(args)
+    t_vec = best_of(vectorised, 2) if points else float("nan")
     label = f"{model} on {tp}x {hw}" + "".join(f" {v}" for v in extra.values())
     return (f"{label:34s}: scalar predict {t * 1e3:.3f} ms ({t_reuse * 1e3:.3f} ms reusing a StepModel, "
             f"{t_engine * 1e3:.3f} ms with engine='vllm'); {points:.0e} points in {t_vec:.2f} s "
@@ -77,12 +79,17 @@ def bench_case(model: str, hw: str, tp: int, extra: dict, n: int, repeat: int, p
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and 10^5 points (a smoke run)")
+    parser.add_argument("--case", type=int, choices=range(len(CASES)), help="run one configuration only")
+    parser.add_argument("--points", type=float, help="points of the vectorised call (0: skip it)")
     args = parser.parse_args()
-    n, repeat, points = (50, 3, 10**5) if args.quick else (200, 5, 10**6)
+    n, repeat, points = (40, 3, 10**5) if args.quick else (100, 5, 10**6)
+    points = points if args.points is None else int(args.points)
     print(f"python {platform.python_version()}, numpy {np.__version__}, cores {os.cpu_count()}, "
-          f"load average {os.getloadavg()[0]:.1f}; CPU time per call, best of {repeat} x {n} calls")
-    for model, hw, tp, extra in CASES:
-        print(bench_case(model, hw, tp, extra, n, repeat, points))
+          f"load average {os.getloadavg()[0]:.1f}; CPU time per call, best of {repeat} x {n} calls "
+          f"({n // 4} with the engine)")
+    for k, (model, hw, tp, extra) in enumerate(CASES):
+        if args.case is None or args.case == k:
+            print(bench_case(model, hw, tp, extra, n, repeat, points))
 
 
 if __name__ == "__main__":
