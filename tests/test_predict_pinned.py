@@ -1,7 +1,8 @@
 """``predict`` outputs pinned to the values the code gave before the scalar fast path (issue 21).
 
-The pinned file ``tests/data/predict_pinned.json`` was written at commit b06bae6 (before any speed-up)
-by ``python tests/test_predict_pinned.py --write``; the speed work must leave every number where it was
+The pinned file ``tests/data/predict_pinned.json`` was written by the code of commit b06bae6 (before any
+speed-up) with ``python tests/test_predict_pinned.py --write``, and again by main's code at fffee9b (still
+without the speed-up), which changed only the MTP case's memory figures (the draft's weights and KV); the speed work must leave every number where it was
 (rel 1e-12) and every label (bounds, fit reasons) unchanged. The configurations cover dense, MoE,
 MLA + MoE (with attention DP and with DeepSeek Sparse Attention), hybrid recurrent models, pipeline
 parallelism with a host-offloaded KV cache, the datasheet profile, the three fitted engines and a preset
