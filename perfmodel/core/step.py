@@ -92,6 +92,18 @@ class StepBreakdown:
     ops: list = field(default_factory=list)  # (op class, OpTime, layer count)
     comm: dict[str, np.ndarray] = field(default_factory=dict)
     step_overhead: float = 0.0
+    #: Indices in ``ops`` of the decode attention cores and DSA decode indexers (the ops that depend
+    #: on the context), in the order :meth:`StepModel.decode_attention_parts` sums them.
+    context_ops: list[int] = field(default_factory=list, repr=False)
+
+    def context_total(self) -> np.ndarray:
+        """Summed time of the :attr:`context_ops` [s]: :meth:`StepModel.decode_attention_time` of the
+        step's decodes, read from this breakdown."""
+        tot = 0.0
+        for j in self.context_ops:
+            _, parts, w = self.ops[j]
+            tot = tot + w * parts.total
+        return np.asarray(tot)
 
     def add_op(self, op_class: str, parts, weight: float) -> None:
         self.ops.append((op_class, parts, weight))
@@ -526,6 +538,7 @@ class StepModel:
         ops.extend((op, 1.0) for op in embedding_head_ops(model, par, prec, shape))
         for (op, count), parts in zip(ops, self._costs([op for op, _ in ops]), strict=True):
             out.add_op(op.op_class, parts, count)
+        out.context_ops = [j for j, (op, _) in enumerate(ops) if op.name in ("attention_decode", "indexer_decode")]
         if par.pp > 1:
             hand_off = Message("pp_p2p", "p2p", shape.tokens * model.hidden_size * prec.act_bytes, 2)
             out.comm["pp_p2p"] = (par.pp - 1) * self._message_time(hand_off)
