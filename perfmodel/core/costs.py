@@ -122,7 +122,8 @@ def wave_monotone_eta(m: ArrayLike, n: ArrayLike, eta_max: float, m_half: float,
         ok = edge >= TILE
         edge = np.where(ok, edge, TILE)
         u = edge / _wave_eta(edge, n_tiles[..., None], eta_max, m_half, wave, slots)
-        worst = np.maximum(worst, np.where(ok, u, -np.inf).max(axis=-1))
+        u = np.where(ok, u, -np.inf)
+        worst = np.maximum(worst, u[..., 0] if back.size == 1 else u.max(axis=-1))
     return m / worst
 
 
