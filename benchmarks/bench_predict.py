@@ -1,7 +1,8 @@
 """Speed of the analytic core: one scalar predict, and a vectorised call over 10^6 operating points.
 
-Run: ``python benchmarks/bench_predict.py [--quick]``. Prints figures; asserts nothing (timings are not
-tests). Targets (issue 21): scalar ``predict`` ≤ 0.3 ms for dense models and ≤ 0.5 ms for MLA + MoE on
+Run from the repository root: ``python benchmarks/bench_predict.py [--quick] [--case K] [--points N]``
+with this checkout installed (``pip install -e .``), or with ``PYTHONPATH=.`` to time a checkout that is
+not the installed one. Prints figures; asserts nothing (timings are not tests). Targets (issue 21): scalar ``predict`` ≤ 0.3 ms for dense models and ≤ 0.5 ms for MLA + MoE on
 one idle core, without giving up the vectorised path's speed (≥ 10^6 points/s on one core).
 
 Times are CPU seconds of this process (``time.process_time``), best of several repeats, so that other
