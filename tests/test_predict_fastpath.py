@@ -17,7 +17,7 @@ import perfmodel as pm
 from perfmodel.core import step as step_module
 from perfmodel.core.costs import TILE, _wave_eta, wave_monotone_eta
 from perfmodel.engine.engine import Engine, _small_m_model
-from perfmodel.engine.prefill import prefix_step_time
+from perfmodel.engine.prefill import prefill_batch_time, prefix_step_time
 
 
 @pytest.mark.parametrize("model, hw, kw", [
@@ -87,6 +87,28 @@ def test_prefix_step_time_stacks_its_three_prefixes():
     tq = sm.step_time(0.0, 0.0, p, np.maximum(q, 0.0))
     want = np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))
     np.testing.assert_array_equal(got, want)
+
+
+class _RowsOnly:
+    """A step model taking arrays of its own length only, as the validation's per-row tables do."""
+
+    def __init__(self, step_model, rows: int) -> None:
+        self.step_model, self.rows = step_model, rows
+
+    def step_time(self, n, c, p, q=0.0):
+        args = [np.asarray(x, dtype=float) for x in (n, c, p, q)]
+        assert all(a.shape in ((), (self.rows,)) for a in args), [a.shape for a in args]
+        return self.step_model.step_time(*args)
+
+
+def test_step_models_without_stacking_get_their_own_shapes():
+    sm = pm.StepModel("llama-3.1-8b", "h100-sxm")
+    rows = _RowsOnly(sm, 3)
+    p, q = np.array([4096.0, 8192.0, 2048.0]), np.array([-1000.0, 500.0, 0.0])
+    np.testing.assert_array_equal(prefix_step_time(rows, 0.0, 0.0, p, q), prefix_step_time(sm, 0.0, 0.0, p, q))
+    eng = Engine.load("vllm").profile
+    isl, m = np.array([20000.0, 3000.0, 9000.0]), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(prefill_batch_time(rows, eng, isl, m), prefill_batch_time(sm, eng, isl, m))
 
 
 def test_shipped_engines_are_built_once_and_files_are_read_again(tmp_path):

@@ -15,11 +15,22 @@ from numpy.typing import ArrayLike
 from .profile import EngineProfile
 
 
+def _broadcasts(model: Any) -> bool:
+    """Whether ``model.step_time`` takes any extra leading axis (a :class:`~perfmodel.core.step.StepModel`,
+    or an engine step over one), so that several steps can be timed in one stacked call; other step models
+    (per-row tables, closed-form stand-ins) get their own shapes only."""
+    return hasattr(model, "breakdown")
+
+
 def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
     q = np.asarray(q, dtype=float)
     if np.all(q >= 0):  # nothing to extrapolate: the two ends are not needed
         t0 = t1 = tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    elif not _broadcasts(model):
+        t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
+        t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
+        tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
     else:  # prefixes max(q, 0), 0 and p in one stacked call
         shape = np.broadcast_shapes(*(np.shape(x) for x in (n, c, p, q)))
         prefixes = np.stack([np.broadcast_to(np.maximum(q, 0.0), shape), np.zeros(shape),
@@ -47,8 +58,12 @@ def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayL
     full = 0.0
     if np.any(k > 1):   # only long prompts have full chunks before the last one: both kinds in one call
         p_full, q_full = m * B, c0 + (k - 2) * B / 2 - (m - 1) * B / 2
-        t_full, last = prefix_step_time(model, 0.0, 0.0, np.stack(np.broadcast_arrays(p_full, p_last)),
-                                        np.stack(np.broadcast_arrays(q_full, q_last)))
+        if _broadcasts(model):
+            t_full, last = prefix_step_time(model, 0.0, 0.0, np.stack(np.broadcast_arrays(p_full, p_last)),
+                                            np.stack(np.broadcast_arrays(q_full, q_last)))
+        else:
+            t_full, last = (prefix_step_time(model, 0.0, 0.0, pp, qq) for pp, qq in ((p_full, q_full),
+                                                                                   (p_last, q_last)))
         full = np.where(k > 1, (k - 1) * t_full, 0.0)
     else:
         last = prefix_step_time(model, 0.0, 0.0, p_last, q_last)
