@@ -114,7 +114,9 @@ def wave_monotone_eta(m: ArrayLike, n: ArrayLike, eta_max: float, m_half: float,
     window = int(min(math.ceil(wave * slots * (TILE + m_half) / (TILE * float(n_tiles.min()))) + 1, 4096))
     rows = np.ceil(m / TILE)
     worst = m / eta
-    depth = min(window, int(rows.max()) - 1)  # boundaries 128 (r - back) >= 128, r = ceil(M/128)
+    top = float(rows.max())
+    # boundaries 128 (r - back) >= 128, r = ceil(M/128) (a NaN or inf row count: the whole window)
+    depth = min(window, int(top) - 1) if math.isfinite(top) else window
     block = max(1, _WAVE_BLOCK // m.size)  # boundaries taken together: one pass for a few points
     for first in range(1, depth + 1, block):
         back = np.arange(first, min(first + block, depth + 1), dtype=float)
