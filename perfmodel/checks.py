@@ -162,6 +162,8 @@ def broadcast(fields: str, *arrays: Any) -> list[np.ndarray]:
     """numpy-broadcast ``arrays`` (copies), or a :class:`ConfigError` naming ``fields`` and the shapes."""
     import numpy as np
 
+    if len({np.shape(a) for a in arrays}) == 1:  # shapes agree already (e.g. scalars)
+        return [np.array(a) for a in arrays]
     try:
         return [np.array(a) for a in np.broadcast_arrays(*arrays)]
     except ValueError:

@@ -114,15 +114,23 @@ def wave_monotone_eta(m: ArrayLike, n: ArrayLike, eta_max: float, m_half: float,
     window = int(min(math.ceil(wave * slots * (TILE + m_half) / (TILE * float(n_tiles.min()))) + 1, 4096))
     rows = np.ceil(m / TILE)
     worst = m / eta
-    for back in range(1, window + 1):  # boundaries 128 (r - back), r = ceil(M/128)
-        edge = (rows - back) * TILE
+    top = float(rows.max())
+    # boundaries 128 (r - back) >= 128, r = ceil(M/128) (a NaN or inf row count: the whole window)
+    depth = min(window, int(top) - 1) if math.isfinite(top) else window
+    block = max(1, _WAVE_BLOCK // m.size)  # boundaries taken together: one pass for a few points
+    for first in range(1, depth + 1, block):
+        back = np.arange(first, min(first + block, depth + 1), dtype=float)
+        edge = (rows[..., None] - back) * TILE
         ok = edge >= TILE
-        if not ok.any():
-            break
         edge = np.where(ok, edge, TILE)
-        worst = np.where(ok, np.maximum(worst, edge / _wave_eta(edge, n_tiles, eta_max, m_half, wave, slots)),
-                         worst)
+        u = edge / _wave_eta(edge, n_tiles[..., None], eta_max, m_half, wave, slots)
+        u = np.where(ok, u, -np.inf)
+        worst = np.maximum(worst, u[..., 0] if back.size == 1 else u.max(axis=-1))
     return m / worst
+
+
+#: Points x boundaries evaluated in one pass by :func:`wave_monotone_eta`.
+_WAVE_BLOCK = 4096
 
 
 def op_time(flops: ArrayLike, bytes_moved: ArrayLike, peak_flops: float, bandwidth: float,

@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from .memory import static_batch_budget
 from .ops import StepShape
 from .roofline import e2e_latency
-from .step import StepBreakdown, StepModel, dominant_term
+from .step import STACK_POINTS, StepBreakdown, StepModel, dominant_term
 from .step_cache import cached_step_model
 
 if TYPE_CHECKING:
@@ -49,9 +49,10 @@ def check_context(model: Any, isl: np.ndarray, osl: np.ndarray) -> None:
     limit = getattr(model, "max_position_embeddings", None)
     if not limit:
         return
-    isl, osl = (np.ravel(x) for x in np.broadcast_arrays(isl, osl))
     context = isl + osl - 1
     if np.any(context > limit):
+        isl, osl = (np.ravel(x) for x in np.broadcast_arrays(isl, osl))
+        context = isl + osl - 1
         i = int(np.argmax(context))
         raise ConfigError(f"isl + osl: a context of {int(isl[i])} + {int(osl[i])} tokens exceeds {model.id}'s "
                           f"maximum of {limit} tokens (max_position_embeddings); allowed: isl + osl - 1 <= {limit}")
@@ -182,19 +183,30 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     midpoint context. Only decode attention depends on the context, so Simpson's rule over the
     contexts isl+1, midpoint, isl+osl-1 needs that op alone at the two ends:
     (t_lo + 4 t_mid + t_hi)/6 = t_mid + (a_lo + a_hi - 2 a_mid)/6. With a KV host-offload share the
-    host read depends on the context too, so the three decode steps are evaluated in full.
+    host read depends on the context too, so the three decode steps are evaluated in full. For a few
+    points (a scalar ``predict``) the two end steps are stacked as two more rows and the attention read
+    from the breakdown (the same op costs, summed in the same order: bit-identical).
     """
     c_lo, c_mid, c_hi = _contexts(i, o)
     zero = np.zeros_like(b)
-    stacked = StepShape.make(n_decode=np.stack([zero, b]), context=np.stack([zero, c_mid]),
-                             n_prefill=np.stack([b, zero]), chunk=np.stack([i, zero]))
+    # few points: the decode steps at the two end contexts ride along as rows 2 and 3 (the numpy calls
+    # cost the same for 2 or 4 rows), and the decode attention is read from them
+    with_ends = sm.kv_host_fraction == 0 and b.size <= STACK_POINTS
+    more = 2 if with_ends else 0
+    stacked = StepShape.make(n_decode=np.array([zero, b, b, b][: 2 + more]),
+                             context=np.array([zero, c_mid, c_lo, c_hi][: 2 + more]),
+                             n_prefill=np.array([b, zero, zero, zero][: 2 + more]),
+                             chunk=np.array([i, zero, zero, zero][: 2 + more]))
     parts = sm.breakdown(stacked)
     steps = np.broadcast_to(parts.total, stacked.n_decode.shape)
     if sm.kv_host_fraction > 0:
         ends = sm.breakdown(StepShape.make(n_decode=np.stack([b, b]), context=np.stack([c_lo, c_hi]))).total
         tpot = (ends[0] + 4.0 * steps[1] + ends[1]) / 6.0
     else:
-        att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
+        if with_ends:  # rows lo, mid, hi of the breakdown's own decode attention cores
+            att = np.broadcast_to(parts.context_total(), stacked.n_decode.shape)[[2, 1, 3]]
+        else:
+            att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
         tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
     bounds = np.broadcast_to(parts.bound(), stacked.n_decode.shape)
     return steps[0], tpot, bounds[0], bounds[1], parts

@@ -9,6 +9,7 @@ token still traverses every stage, so the latency covers all layers at the micro
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +55,8 @@ from .ops import (
 from .parallel import Parallel
 from .work import DecodeAttentionWork, PrefillAttentionWork
 
+#: Most operating points per op for which :meth:`StepModel.breakdown` costs the step's GEMMs in one pass.
+STACK_POINTS = 64
 BOUNDS = np.array(["compute", "memory", "communication"])
 OP_CLASSES = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
 
@@ -89,6 +92,18 @@ class StepBreakdown:
     ops: list = field(default_factory=list)  # (op class, OpTime, layer count)
     comm: dict[str, np.ndarray] = field(default_factory=dict)
     step_overhead: float = 0.0
+    #: Indices in ``ops`` of the decode attention cores and DSA decode indexers (the ops that depend
+    #: on the context), in the order :meth:`StepModel.decode_attention_parts` sums them.
+    context_ops: list[int] = field(default_factory=list, repr=False)
+
+    def context_total(self) -> np.ndarray:
+        """Summed time of the :attr:`context_ops` [s]: :meth:`StepModel.decode_attention_time` of the
+        step's decodes, read from this breakdown."""
+        tot = 0.0
+        for j in self.context_ops:
+            _, parts, w = self.ops[j]
+            tot = tot + w * parts.total
+        return np.asarray(tot)
 
     def add_op(self, op_class: str, parts, weight: float) -> None:
         self.ops.append((op_class, parts, weight))
@@ -155,6 +170,18 @@ class StepBreakdown:
         ops = [(c, OpTime(row(p.compute), row(p.memory), row(p.overhead), p.overlap, row(p.serial)), w)
                for c, p, w in self.ops]
         return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
+
+
+@dataclass(frozen=True)
+class _StackedRow(OpTime):
+    """One op's row of an :class:`OpTime` evaluated for several ops at once, its total taken from the
+    stack's (the same element-wise arithmetic, done in one pass)."""
+
+    stacked_total: np.ndarray | None = None
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.stacked_total.copy()  # a new array, as OpTime.total gives (callers scale it in place)
 
 
 def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
@@ -426,6 +453,35 @@ class StepModel:
         return op_time(op.flops, op.bytes, peak, self.bandwidth, eta_c, eta_m, eff.kernel_overhead,
                        op.kernels)
 
+    def _costs(self, ops: list[Op]) -> list[OpTime]:
+        """:meth:`_op_parts` of each op; for a few operating points, the GEMMs in one stacked pass.
+
+        Each part is computed element by element as :func:`~perfmodel.core.costs.gemm_cost` would for
+        the op alone, so the values are those of the op-by-op evaluation (``tests/test_predict_pinned.py``);
+        the stacked pass saves the fixed cost of numpy calls on tiny arrays, which dominates a scalar
+        ``predict``. Large arrays (sweeps) are costed op by op, where the arithmetic dominates.
+        """
+        gemms = [j for j, op in enumerate(ops) if op.moe is None and op.kind == "gemm" and op.k is not None]
+        parts: list[OpTime | None] = [None] * len(ops)
+        if len(gemms) > 1:
+            fields = [(ops[j].flops, ops[j].bytes, ops[j].m, ops[j].kernels) for j in gemms]
+            shapes = {getattr(x, "shape", ()) for f in fields for x in f}
+            shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
+            if math.prod(shape) <= STACK_POINTS:
+                same = not shapes  # all of one shape: no broadcast needed
+                flops, data, m, kernels = (np.array([f[i] if same else np.broadcast_to(f[i], shape)
+                                                     for f in fields], dtype=float) for i in range(4))
+                axes = (len(gemms),) + (1,) * len(shape)
+                n = np.array([ops[j].n for j in gemms], dtype=float).reshape(axes)
+                k = np.array([ops[j].k for j in gemms], dtype=float).reshape(axes)
+                t = gemm_cost(flops, data, m, n, k, self.peak, self.bandwidth, self.efficiency,
+                              self.precision.matmul_format, kernels, fused_quantization=True)
+                total = t.total
+                for row, j in enumerate(gemms):
+                    parts[j] = _StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap,
+                                           stacked_total=total[row])
+        return [p if p is not None else self._op_parts(op) for p, op in zip(parts, ops, strict=True)]
+
     @functools.cached_property
     def _attention_groups(self) -> list[LayerGroup]:
         """Layers merged by token mixer and attention window (their FFN kind is irrelevant to them)."""
@@ -463,6 +519,7 @@ class StepModel:
             shape = StepShape(shape.n_decode / par.pp, shape.context, shape.n_prefill, shape.chunk,
                               shape.past)
         out = StepBreakdown(step_overhead=self.efficiency.step_overhead)
+        ops: list[tuple[Op, float]] = []  # (op, layer count), costed together below
         # Attention depends only on a layer's window, the FFN side only on its kind: cost each distinct
         # one once and weight it by its layer count (DeepSeek's 3 dense + 58 MoE layers share attention).
         for group in self._attention_groups:
@@ -471,16 +528,17 @@ class StepModel:
                     op, host_bytes = self._offload(op, group, shape)
                     exposed = (1.0 - self.kv_host_overlap) * host_bytes / self.host_bandwidth
                     out.comm["kv_host_read"] = out.comm.get("kv_host_read", 0.0) + group.count * exposed
-                out.add_op(op.op_class, self._op_parts(op), group.count)
+                ops.append((op, group.count))
         for group in self._ffn_groups:
-            ops = ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
-            ops.append(elementwise_op(model, group, par, prec, shape))
-            for op in ops:
-                out.add_op(op.op_class, self._op_parts(op), group.count)
+            group_ops = ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
+            group_ops.append(elementwise_op(model, group, par, prec, shape))
+            ops.extend((op, group.count) for op in group_ops)
             for msg in layer_messages(model, group, par, prec, shape):
                 out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)
-        for op in embedding_head_ops(model, par, prec, shape):
-            out.add_op(op.op_class, self._op_parts(op), 1.0)
+        ops.extend((op, 1.0) for op in embedding_head_ops(model, par, prec, shape))
+        for (op, count), parts in zip(ops, self._costs([op for op, _ in ops]), strict=True):
+            out.add_op(op.op_class, parts, count)
+        out.context_ops = [j for j, (op, _) in enumerate(ops) if op.name in ("attention_decode", "indexer_decode")]
         if par.pp > 1:
             hand_off = Message("pp_p2p", "p2p", shape.tokens * model.hidden_size * prec.act_bytes, 2)
             out.comm["pp_p2p"] = (par.pp - 1) * self._message_time(hand_off)

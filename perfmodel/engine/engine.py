@@ -18,6 +18,8 @@ which it used (:meth:`Engine.describe`).
 
 from __future__ import annotations
 
+import functools
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,10 @@ class Engine:
         UnknownNameError, SpecError, ConfigError
             Unknown name (closest ones suggested), invalid file or field.
         """
-        engine = cls._load(name, calibration, **overrides)
+        if not overrides and _shipped_name(name) and _shipped_name(calibration):
+            engine = _load_shipped(cls, name, calibration)  # files are not read again: shipped data
+        else:
+            engine = cls._load(name, calibration, **overrides)
         if spec_decode is None:
             return engine
         from .speculative import as_spec_decode
@@ -166,15 +171,43 @@ def engine_names() -> list[str]:
     return names + [f"{n}{PRESET_SUFFIX}" for n in names]
 
 
+def _shipped_name(name: Any) -> bool:
+    """Whether ``name`` names shipped data (an id, not a path, whose file may change between calls)."""
+    return isinstance(name, str) and not name.endswith((".yaml", ".yml")) and "/" not in name and "\\" not in name
+
+
+@functools.lru_cache(maxsize=32)
+def _load_shipped(cls: type, name: str, calibration: str) -> Engine:
+    """:meth:`Engine._load` of a shipped engine id under a shipped calibration, built once (it is frozen)."""
+    return cls._load(name, calibration)
+
+
+#: Small-M variants by step model (weakly keyed: a variant lives as long as its step model).
+_small_m_variants: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _small_m_model(step_model: Any) -> Any:
-    """The step model's small-M variant (:func:`perfmodel.core.efficiency.small_m_variant`), or None."""
+    """The step model's small-M variant (:func:`perfmodel.core.efficiency.small_m_variant`), or None.
+
+    Built once per step model: a :class:`~perfmodel.core.step.StepModel` is not changed after
+    construction, so its variant is too.
+    """
     from ..core.efficiency import small_m_variant
 
     with_eff = getattr(step_model, "with_efficiency", None)
     if with_eff is None:
         return None
+    try:
+        return _small_m_variants[step_model]
+    except (KeyError, TypeError):  # TypeError: not weakly referenceable (then it is not kept)
+        pass
     eff = small_m_variant(step_model.efficiency, step_model.precision.matmul_format)
-    return None if eff is None else with_eff(eff)
+    variant = None if eff is None else with_eff(eff)
+    try:
+        _small_m_variants[step_model] = variant
+    except TypeError:
+        pass
+    return variant
 
 
 def _provenance(calibration: str, terms: EngineCalibration) -> str:

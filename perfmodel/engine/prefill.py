@@ -15,12 +15,27 @@ from numpy.typing import ArrayLike
 from .profile import EngineProfile
 
 
+def _broadcasts(model: Any) -> bool:
+    """Whether ``model.step_time`` takes any extra leading axis (a :class:`~perfmodel.core.step.StepModel`,
+    or an engine step over one), so that several steps can be timed in one stacked call; other step models
+    (per-row tables, closed-form stand-ins) get their own shapes only."""
+    return hasattr(model, "breakdown")
+
+
 def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Step-model time with a possibly negative attention-equivalent prefix (linear extrapolation in q)."""
     q = np.asarray(q, dtype=float)
-    t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
-    t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
-    tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    if np.all(q >= 0):  # nothing to extrapolate: the two ends are not needed
+        t0 = t1 = tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    elif not _broadcasts(model):
+        t0 = np.asarray(model.step_time(n, c, p, 0.0), dtype=float)
+        t1 = np.asarray(model.step_time(n, c, p, p), dtype=float)
+        tq = np.asarray(model.step_time(n, c, p, np.maximum(q, 0.0)), dtype=float)
+    else:  # prefixes max(q, 0), 0 and p in one stacked call
+        shape = np.broadcast_shapes(*(np.shape(x) for x in (n, c, p, q)))
+        prefixes = np.stack([np.broadcast_to(np.maximum(q, 0.0), shape), np.zeros(shape),
+                             np.broadcast_to(np.asarray(p, dtype=float), shape)])
+        tq, t0, t1 = np.broadcast_to(np.asarray(model.step_time(n, c, p, prefixes), dtype=float), prefixes.shape)
     return np.where(q >= 0, tq, np.maximum(t0 + q * (t1 - t0) / np.maximum(p, 1.0), 0.0))
 
 
@@ -39,9 +54,17 @@ def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayL
     B = float(eng.max_num_batched_tokens)
     k = np.ceil(isl / B)
     r = isl - (k - 1) * B
+    p_last, q_last = m * r, c0 + (k - 1) * B - (m - 1) * r / 2
     full = 0.0
-    if np.any(k > 1):   # only long prompts have full chunks before the last one
-        full = np.where(k > 1, (k - 1) * prefix_step_time(model, 0.0, 0.0, m * B,
-                                                          c0 + (k - 2) * B / 2 - (m - 1) * B / 2), 0.0)
-    last = prefix_step_time(model, 0.0, 0.0, m * r, c0 + (k - 1) * B - (m - 1) * r / 2)
+    if np.any(k > 1):   # only long prompts have full chunks before the last one: both kinds in one call
+        p_full, q_full = m * B, c0 + (k - 2) * B / 2 - (m - 1) * B / 2
+        if _broadcasts(model):
+            t_full, last = prefix_step_time(model, 0.0, 0.0, np.stack(np.broadcast_arrays(p_full, p_last)),
+                                            np.stack(np.broadcast_arrays(q_full, q_last)))
+        else:
+            t_full, last = (prefix_step_time(model, 0.0, 0.0, pp, qq) for pp, qq in ((p_full, q_full),
+                                                                                   (p_last, q_last)))
+        full = np.where(k > 1, (k - 1) * t_full, 0.0)
+    else:
+        last = prefix_step_time(model, 0.0, 0.0, p_last, q_last)
     return full + last + k * (eng.step_overhead + eng.seq_overhead * m)

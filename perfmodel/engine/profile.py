@@ -122,7 +122,9 @@ class EngineProfile(Strict):
         return rows
 
 
+@functools.cache
 def _shipped() -> dict[str, str]:
+    """Text of each shipped engine profile by id (package data: read once per process)."""
     root = resources.files("perfmodel") / "data" / "engines"
     out = {}
     if root.is_dir():
