@@ -22,8 +22,9 @@ One spelling on every command line (:func:`parse_spec_decode`)::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -305,3 +306,33 @@ def speculative_static_tpot(target: StepModel, spec: SpecDecode, n, isl, osl,
     hi = np.maximum(i + o - 1.0, lo)
     t = speculative_step(target, spec, n, np.stack([lo, 0.5 * (lo + hi), hi]), draft).tpot
     return (t[0] + 4.0 * t[1] + t[2]) / 6.0
+
+
+def with_workload_acceptance(engine: Any, acceptance: float | Sequence[float] | None) -> Any:
+    """The engine with a workload's speculative-decoding acceptance, where it applies.
+
+    Acceptance is a property of the text served (:attr:`perfmodel.serving.Workload.spec_acceptance`).
+    It replaces the method's sourced default when the engine speculates and its spec carries no rate of
+    its own; a rate given with the spec (``accept=``, ``acceptance_source == "user"``) is kept, and an
+    engine that does not speculate is returned unchanged.
+
+    Parameters
+    ----------
+    engine : perfmodel.engine.Engine
+        Loaded engine.
+    acceptance : float | sequence of float | None
+        One rate or one per draft position; None leaves the engine as it is.
+
+    Returns
+    -------
+    perfmodel.engine.Engine
+    """
+    spec = getattr(engine, "spec", None)
+    if acceptance is None or spec is None or spec.acceptance_source == "user":
+        return engine
+    rates = [float(acceptance)] if np.isscalar(acceptance) else [float(a) for a in acceptance]
+    if len(rates) not in (1, spec.k):
+        raise ConfigError(f"spec_acceptance: {len(rates)} per-position rates for a spec with k = {spec.k} "
+                          f"draft tokens; give one rate or {spec.k}")
+    return replace(engine, spec=replace(spec, acceptance=rates[0] if len(rates) == 1 else tuple(rates),
+                                        acceptance_source="workload"))

@@ -123,6 +123,8 @@ class SimulationResult:
             "table_points": sum({id(r.timer): r.timer.table_points for r in sim.replicas}.values()),
         }
         meta["pools"] = sorted(meta["pools"])
+        if sim.w.spec_acceptance is not None and all(getattr(e, "spec", None) is None for e in engines.values()):
+            meta["spec_acceptance"] = "unused: the engine does not speculate (give it spec_decode)"
         cached = None
         if workload.has_reuse or workload.prefix_hit_rate:
             cached = i(R.hit)

@@ -30,6 +30,7 @@ import numpy as np
 from .. import checks
 from ..engine.engine import Engine
 from ..engine.profile import EngineProfile
+from ..engine.speculative import with_workload_acceptance
 from ..errors import ConfigError
 from ..progress import Bar
 from ..units import to_si
@@ -472,7 +473,7 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     R = sim.req
     max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
     max_ctx = max(max_ctx, int(_dist_max(w)), _session_max(w, R))
-    eng = Engine.load(engine)
+    eng = with_workload_acceptance(Engine.load(engine), w.spec_acceptance)
     if isinstance(step_model, Disaggregated):
         d = step_model
         pe = Engine.load(d.prefill_engine) if d.prefill_engine is not None else eng

@@ -59,6 +59,7 @@ from numpy.typing import ArrayLike
 from .. import checks
 from ..engine.engine import Engine
 from ..engine.prefill import prefill_batch_time, prefix_step_time
+from ..engine.speculative import with_workload_acceptance
 from ..errors import ConfigError
 from .protocol import resolve_step_model
 from .reuse import expected_hit_rate
@@ -156,7 +157,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     concurrency = checks.reals(concurrency, "concurrency (clients per replica)", 0, lo_open=True)
     think_time = checks.reals(think_time, "think_time [s]", 0)
     isl, osl = (None if v is None else checks.reals(v, name, 1) for v, name in ((isl, "isl"), (osl, "osl")))
-    serving_engine = Engine.load(engine)
+    serving_engine = with_workload_acceptance(Engine.load(engine), None if w is None else w.spec_acceptance)
     model = serving_engine.step(resolve_step_model(step_model))
     eng = serving_engine.profile
     if w is not None and prefix_hit_rate is None and w.has_reuse:

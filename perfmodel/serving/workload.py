@@ -320,6 +320,12 @@ class Workload(Strict):
         Shared prompt prefixes (``{tokens: 2048, pool: 16}``): the simulator keeps a prefix cache.
     sessions : Sessions | None
         Multi-turn sessions resending their history (``{turns: 4, user_tokens: 256}``).
+    spec_acceptance : float | list of float | None
+        Speculative-decoding acceptance on this workload's text: one rate, or one per draft position
+        (each in [0, 1]). Acceptance depends on the text (code is more predictable than chat), so it is a
+        workload property: it replaces the method's sourced default when the engine speculates and
+        its spec has no acceptance of its own (``accept=`` given with the spec wins). Unused, and said
+        so in the result's ``meta``, when the engine does not speculate.
     slo : SLO | None
         Joint latency objective.
     """
@@ -342,6 +348,7 @@ class Workload(Strict):
     prefix_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0)
     prefix: SharedPrefix | None = None
     sessions: Sessions | None = None
+    spec_acceptance: float | list[float] | None = None
     base_dir: str | None = Field(default=None, exclude=True)
 
     @field_validator("isl", "osl", "reasoning_tokens", mode="before")
@@ -364,6 +371,10 @@ class Workload(Strict):
         if self.prefix_hit_rate and (self.prefix is not None or self.sessions is not None):
             raise ValueError(f"prefix_hit_rate ({self.prefix_hit_rate}) is exclusive with prefix and sessions, "
                              "which describe the reuse the simulator's prefix cache then finds: give one")
+        rates = [self.spec_acceptance] if isinstance(self.spec_acceptance, float) else self.spec_acceptance or []
+        if self.spec_acceptance is not None and not (rates and all(0.0 <= r <= 1.0 for r in rates)):
+            raise ValueError(f"spec_acceptance: expected a rate or a list of per-position rates, each in [0, 1], "
+                             f"got {self.spec_acceptance!r}")
         if self.sessions is not None:
             if self.arrival.process == "trace":
                 raise ValueError("sessions: not available with a trace (give each row a prefix_id instead)")
