@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..progress import Bar
-from .screen import PRUNE_REASONS, objective_key, screen, steady_bound
+from .screen import PRUNE_REASONS, objective_key, screen, screening_lengths, steady_bound
 
 
 def _key(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[float, ...]:
@@ -78,7 +78,7 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
     bar = Bar(len(tasks), "plan", progress, unit="candidate")
     for index, task in enumerate(tasks):
         c, w = task["candidate"], task["workload"]
-        isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
+        isl, osl = screening_lengths(w)
         s = screen(c, task["engine"], isl, osl, task["slo"], task["rate"], task["max_replicas"])
         spec = task["engine"].spec.label() if task["engine"].spec is not None else "off"
         head = {"deployment": c.name, "hardware": c.hardware, **c.layout, "spec_decode": spec}

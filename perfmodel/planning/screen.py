@@ -117,6 +117,21 @@ def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, m
 STEADY_STATE_RTOL = 1e-9
 
 
+def screening_lengths(w: Any) -> tuple[float, float]:
+    """(prompt tokens the screen costs, output tokens) of a workload: mean ISL less its best-case reuse.
+
+    With prefix reuse (an explicit ``prefix_hit_rate``, shared prefixes or sessions) a prompt computes only
+    its uncached part. The screen's floors and capacity bounds must stay bounds, so they cost the prompt
+    at the *optimistic* hit rate h of :func:`perfmodel.serving.reuse.expected_hit_rate` with ample KV
+    cache, :math:`I_{screen} = \bar I (1 - h)`, and leave the cached prefix's attention out; the
+    simulations that follow run the real cache.
+    """
+    from ..serving.reuse import expected_hit_rate
+
+    isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
+    return isl * (1.0 - expected_hit_rate(w)), osl
+
+
 def steady_bound(task: Mapping[str, Any]) -> dict[str, Any]:
     """The steady-state bound of a screened aggregated candidate: its capacity and fewest replicas.
 
@@ -133,7 +148,7 @@ def steady_bound(task: Mapping[str, Any]) -> dict[str, Any]:
     from ..serving import steady_state
 
     sm, eng, w, rate = task["model"], task["engine"], task["workload"], task["rate"]
-    isl, osl = w.isl.mean, w.osl.mean + w.reasoning_tokens.mean
+    isl, osl = screening_lengths(w)
     ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng, rtol=STEADY_STATE_RTOL)
     x_max, n_cap = float(np.ravel(ss.throughput_rps)[0]), float(np.ravel(ss.n_decode)[0])
     least = max(int(task["min_replicas"]), math.ceil(rate / x_max - 1e-9) if x_max > 0 else 1)
