@@ -1864,8 +1864,10 @@ NB07 = [
     """),
     code("""
     import sys
+    from pathlib import Path
 
-    sys.path.insert(0, str(ROOT))  # research/ sits beside the package, in the repository
+    # research/ sits beside the package, in the repository (this notebook runs from notebooks/ or the root)
+    sys.path.insert(0, str(next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "research").is_dir())))
     from research.attainable import offset_bound, repeat_agreement
 
     pd.DataFrame(repeat_agreement(scored, by="backend")).round(1)
