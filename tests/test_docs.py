@@ -92,7 +92,7 @@ def test_check_mode_reports_stale_pages(gen_docs, tmp_path):
 
 def _missing_docs_tools() -> str | None:
     """The first docs package (mkdocs, its theme, mkdocstrings' Python handler) that is not installed."""
-    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_jupyter"):
         try:
             if importlib.util.find_spec(module) is None:
                 return module
@@ -104,9 +104,18 @@ def _missing_docs_tools() -> str | None:
 @pytest.mark.skipif(_missing_docs_tools() is not None,
                     reason=f"docs tools not installed ({_missing_docs_tools()}); pip install -e '.[docs]'")
 @pytest.mark.slow
-def test_mkdocs_build_strict(tmp_path):
+def test_mkdocs_build_strict(tmp_path, notebook_runs):
+    """The site builds with warnings as errors and shows every notebook executed, with its figures.
+
+    The notebooks are executed once per session (``notebook_runs``, shared with tests/test_notebooks.py)
+    and handed to the build's hook through ``$PERFMODEL_EXECUTED_NOTEBOOKS``.
+    """
+    notebooks = notebook_runs.module.notebook_paths()
+    failed = {p.name: err for p in notebooks for _, err in [notebook_runs.run(p)] if err is not None}
+    assert not failed, f"notebooks failed to execute (see tests/test_notebooks.py): {sorted(failed)}"
     site = tmp_path / "site"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg",
+           notebook_runs.module.EXECUTED_ENV: str(notebook_runs.folder)}
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
                            "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
@@ -114,6 +123,13 @@ def test_mkdocs_build_strict(tmp_path):
     assert "crossover_tokens" in api and "roofline_chart" in api
     table = (site / "hardware-table" / "index.html").read_text(encoding="utf-8")
     assert "h200-sxm" in table
+    index = (site / "notebooks" / "index.html").read_text(encoding="utf-8")
+    for path in notebooks:
+        page = (site / "notebooks" / path.stem / "index.html").read_text(encoding="utf-8")
+        assert 'href="' + path.stem + '/"' in index, f"the Notebooks page does not link {path.stem}"
+        assert "data:image/png;base64," in page, f"{path.stem}: no figure on its page"
+        assert "jp-OutputArea-output" in page, f"{path.stem}: no outputs on its page"
+        assert "Traceback" not in page, f"{path.stem}: an error output on its page"
 
 
 def test_committed_generated_pages_are_fresh(pages):
