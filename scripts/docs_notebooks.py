@@ -15,7 +15,7 @@ As a script it writes executed copies to a folder, for reading with outputs outs
 
 Notebooks run in a kernel of *this* interpreter (a private kernelspec first on ``JUPYTER_PATH``, so a
 user's ``python3`` spec for another Python is not picked up), with working directory ``notebooks/``
-as when a user opens them in Jupyter, and the Agg matplotlib backend.
+as when a user opens them in Jupyter, and figures drawn inline (headless) as Jupyter draws them.
 """
 
 from __future__ import annotations
@@ -55,10 +55,12 @@ def source_sha256(path: Path) -> str:
 
 @contextlib.contextmanager
 def this_interpreter_kernel() -> Iterator[None]:
-    """Within the block, the ``python3`` kernel is ``sys.executable`` and figures use Agg.
+    """Within the block, the ``python3`` kernel is ``sys.executable`` and figures are shown inline.
 
     Writes ipykernel's kernelspec for this interpreter into a temporary folder and puts that folder
-    first on ``JUPYTER_PATH``; the previous environment is restored on exit.
+    first on ``JUPYTER_PATH``. ``MPLBACKEND`` is set to the inline backend, as Jupyter does when it is
+    unset: an inherited ``Agg`` (CI, the test suite) would draw figures nobody sees, so a notebook
+    without ``%matplotlib inline`` would show none. The previous environment is restored on exit.
     """
     from ipykernel.kernelspec import write_kernel_spec
     from jupyter_client.kernelspec import KernelSpecManager
@@ -67,7 +69,7 @@ def this_interpreter_kernel() -> Iterator[None]:
     with tempfile.TemporaryDirectory(prefix="perfmodel-kernel-") as data_dir:
         write_kernel_spec(path=os.path.join(data_dir, "kernels", KERNEL))
         os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [data_dir, saved["JUPYTER_PATH"]]))
-        os.environ["MPLBACKEND"] = "Agg"
+        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
         os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"   # the debugger's frozen-modules warning
         try:
             spec = KernelSpecManager().get_kernel_spec(KERNEL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -125,9 +126,14 @@ def test_mkdocs_build_strict(tmp_path, notebook_runs):
     assert "h200-sxm" in table
     index = (site / "notebooks" / "index.html").read_text(encoding="utf-8")
     for path in notebooks:
-        page = (site / "notebooks" / path.stem / "index.html").read_text(encoding="utf-8")
         assert 'href="' + path.stem + '/"' in index, f"the Notebooks page does not link {path.stem}"
-        assert "data:image/png;base64," in page, f"{path.stem}: no figure on its page"
+        executed = json.loads((notebook_runs.folder / path.name).read_text(encoding="utf-8"))
+        figures = sum("image/png" in out.get("data", {}) for cell in executed["cells"]
+                      for out in cell.get("outputs", []))
+        assert figures >= 1, f"{path.stem}: the executed notebook drew no figure"
+        page = (site / "notebooks" / path.stem / "index.html").read_text(encoding="utf-8")
+        shown = len(re.findall(r'<img[^>]*src="data:image/png;base64,', page))
+        assert shown == figures, f"{path.stem}: {shown} figures on its page, {figures} in the notebook"
         assert "jp-OutputArea-output" in page, f"{path.stem}: no outputs on its page"
         assert "Traceback" not in page, f"{path.stem}: an error output on its page"
 

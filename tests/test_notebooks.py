@@ -3,7 +3,7 @@
 ``notebooks/NN-*.ipynb`` are the files people open and edit; nothing generates them. The fast tier
 checks they are valid nbformat without outputs and are listed in notebooks/README.md and the docs
 navigation. The slow tier executes each one (``scripts/docs_notebooks.py``: a kernel of *this*
-interpreter, working directory ``notebooks/``, Agg figures) through the session's ``notebook_runs``,
+interpreter, working directory ``notebooks/``, inline figures) through the session's ``notebook_runs``,
 whose executed copies the strict docs build (tests/test_docs.py) then renders.
 """
 
