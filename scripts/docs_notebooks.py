@@ -58,17 +58,21 @@ def this_interpreter_kernel() -> Iterator[None]:
     """Within the block, the ``python3`` kernel is ``sys.executable`` and figures are shown inline.
 
     Writes ipykernel's kernelspec for this interpreter into a temporary folder and puts that folder
-    first on ``JUPYTER_PATH``. ``MPLBACKEND`` is set to the inline backend, as Jupyter does when it is
+    first on ``JUPYTER_PATH``. The repository root goes first on ``PYTHONPATH`` (as ``pythonpath`` in
+    pytest's settings), so the notebooks import this checkout's ``perfmodel`` even where the installed
+    one is another checkout's (a git worktree). ``MPLBACKEND`` is set to the inline backend, as Jupyter does when it is
     unset: an inherited ``Agg`` (CI, the test suite) would draw figures nobody sees, so a notebook
     without ``%matplotlib inline`` would show none. The previous environment is restored on exit.
     """
     from ipykernel.kernelspec import write_kernel_spec
     from jupyter_client.kernelspec import KernelSpecManager
 
-    saved = {key: os.environ.get(key) for key in ("JUPYTER_PATH", "MPLBACKEND", "PYDEVD_DISABLE_FILE_VALIDATION")}
+    saved = {key: os.environ.get(key)
+             for key in ("JUPYTER_PATH", "PYTHONPATH", "MPLBACKEND", "PYDEVD_DISABLE_FILE_VALIDATION")}
     with tempfile.TemporaryDirectory(prefix="perfmodel-kernel-") as data_dir:
         write_kernel_spec(path=os.path.join(data_dir, "kernels", KERNEL))
         os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [data_dir, saved["JUPYTER_PATH"]]))
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
         os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"   # the debugger's frozen-modules warning
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,19 @@ def test_notebook_runs_without_errors(path, notebook_runs, record_property):
     errors = [out for cell in code for out in cell.outputs if out.get("output_type") == "error"]
     assert not errors, errors
     assert elapsed < 120, f"{path.name} took {elapsed:.0f} s; notebooks must run in under two minutes"
+
+
+@pytest.mark.slow
+def test_kernel_is_this_interpreter_with_this_checkout(docs_notebooks):
+    """The notebooks import the checkout under test (not another installed one) and draw inline."""
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import sys, matplotlib, perfmodel\nprint(sys.executable, perfmodel.__file__, matplotlib.get_backend())")]
+    with docs_notebooks.this_interpreter_kernel():
+        nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=120,
+                                resources={"metadata": {"path": str(NB_DIR)}}).execute()
+    executable, module, backend = nb.cells[0].outputs[0]["text"].split()
+    assert Path(executable).resolve() == Path(sys.executable).resolve()
+    assert Path(module).resolve() == (ROOT / "perfmodel" / "__init__.py").resolve()
+    assert backend == "module://matplotlib_inline.backend_inline"
