@@ -60,9 +60,10 @@ def this_interpreter_kernel() -> Iterator[None]:
     Writes ipykernel's kernelspec for this interpreter into a temporary folder and puts that folder
     first on ``JUPYTER_PATH``. The repository root goes first on ``PYTHONPATH`` (as ``pythonpath`` in
     pytest's settings), so the notebooks import this checkout's ``perfmodel`` even where the installed
-    one is another checkout's (a git worktree). ``MPLBACKEND`` is set to the inline backend, as Jupyter does when it is
-    unset: an inherited ``Agg`` (CI, the test suite) would draw figures nobody sees, so a notebook
-    without ``%matplotlib inline`` would show none. The previous environment is restored on exit.
+    one is another checkout's (a git worktree). ``MPLBACKEND`` is set to the inline backend, as
+    Jupyter does when it is unset: an inherited ``Agg`` (CI, the test suite) would draw figures nobody
+    sees, so a notebook without ``%matplotlib inline`` would show none. The previous environment is
+    restored on exit.
     """
     from ipykernel.kernelspec import write_kernel_spec
     from jupyter_client.kernelspec import KernelSpecManager
