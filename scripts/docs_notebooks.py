@@ -133,7 +133,8 @@ def check_executed(folder: Path, paths: list[Path]) -> None:
             continue
         recorded = json.loads(copy.read_text(encoding="utf-8")).get("metadata", {}).get(SOURCE_KEY)
         if recorded != source_sha256(path):
-            problems.append(f"{path.name}: the copy in {folder} was executed from another version of the file")
+            problems.append(f"{path.name}: the copy in {folder} was executed from another version "
+                            "of the file")
     if problems:
         raise ValueError(f"{EXECUTED_ENV}={folder}: " + "; ".join(problems))
 
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.names:
         unknown = sorted(set(args.names) - {p.name for p in paths})
         if unknown:
-            parser.error(f"unknown notebook(s) {', '.join(unknown)}; choose from {', '.join(p.name for p in paths)}")
+            parser.error(f"unknown notebook(s) {', '.join(unknown)}; "
+                         f"choose from {', '.join(p.name for p in paths)}")
         paths = [p for p in paths if p.name in args.names]
     write_executed(paths, args.out)
     return 0

@@ -121,7 +121,8 @@ def test_kernel_is_this_interpreter_with_this_checkout(docs_notebooks):
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
-        "import sys, matplotlib, perfmodel\nprint(sys.executable, perfmodel.__file__, matplotlib.get_backend())")]
+        "import sys, matplotlib, perfmodel\n"
+        "print(sys.executable, perfmodel.__file__, matplotlib.get_backend())")]
     with docs_notebooks.this_interpreter_kernel():
         nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=120,
                                 resources={"metadata": {"path": str(NB_DIR)}}).execute()
