@@ -183,10 +183,14 @@ def on_files(files, config):
 
     The files get a real ``src_dir`` (mkdocs-jupyter's page wrapper cannot read a generated file).
     """
+    from mkdocs.exceptions import PluginError
     from mkdocs.structure.files import File
 
     paths = notebook_paths()
-    stage = _stage_executed(paths)
+    try:
+        stage = _stage_executed(paths)
+    except ValueError as exc:          # stale or missing copies: one line, not a traceback
+        raise PluginError(str(exc)) from exc
     site = {"dest_dir": config["site_dir"], "use_directory_urls": config["use_directory_urls"]}
     for path in paths:
         files.append(File(f"{SITE_FOLDER}/{path.name}", src_dir=str(stage), **site))
