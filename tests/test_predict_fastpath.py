@@ -15,6 +15,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.core import step as step_module
+from perfmodel.core.breakdown import StackedRow
 from perfmodel.core.costs import TILE, _wave_eta, wave_monotone_eta
 from perfmodel.engine.engine import Engine, _small_m_model
 from perfmodel.engine.prefill import prefill_batch_time, prefix_step_time
@@ -47,8 +48,8 @@ def test_breakdown_parts_do_not_depend_on_the_stacking():
     shapes = [pm.core.ops.StepShape.make(n_decode=n[:k], context=1000.0 + n[:k], n_prefill=1.0,
                                          chunk=50.0 * n[:k]) for k in (64, 65)]
     small, large = (sm.breakdown(s) for s in shapes)
-    assert isinstance(small.ops[0][1], step_module._StackedRow)
-    assert not isinstance(large.ops[0][1], step_module._StackedRow)
+    assert isinstance(small.ops[0][1], StackedRow)
+    assert not isinstance(large.ops[0][1], StackedRow)
     np.testing.assert_array_equal(small.total, large.total[:64])
     for cls, v in small.op_total.items():
         np.testing.assert_array_equal(v, large.op_total[cls][:64])

@@ -21,10 +21,11 @@ import numpy as np
 
 from ..checks import MAX_COUNT, broadcast, counts
 from ..errors import ConfigError
+from .breakdown import StepBreakdown, dominant_term
 from .memory import static_batch_budget
 from .ops import StepShape
 from .roofline import e2e_latency
-from .step import STACK_POINTS, StepBreakdown, StepModel, dominant_term
+from .step import STACK_POINTS, StepModel
 from .step_cache import cached_step_model
 
 if TYPE_CHECKING:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
 from ..precision import Precision, dtype, serving_activations
 from . import comm, topology
+from .breakdown import PartSums, StackedRow, StepBreakdown
 from .costs import (
     OpTime,
     attention_decode_time,
@@ -57,133 +57,6 @@ from .work import DecodeAttentionWork, PrefillAttentionWork
 
 #: Most operating points per op for which :meth:`StepModel.breakdown` costs the step's GEMMs in one pass.
 STACK_POINTS = 64
-BOUNDS = np.array(["compute", "memory", "communication"])
-OP_CLASSES = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
-
-
-@dataclass(frozen=True)
-class PartSums:
-    """Summed compute parts, memory parts and op totals of a set of ops [s]."""
-
-    compute: np.ndarray
-    memory: np.ndarray
-    total: np.ndarray
-
-
-def dominant_term(compute, memory, comm) -> np.ndarray:
-    """'compute', 'memory' or 'communication': the largest of a step's summed parts [s]."""
-    c, m, k = np.broadcast_arrays(np.asarray(compute, float), np.asarray(memory, float),
-                                  np.asarray(comm, float))
-    code = np.where(c >= m, 0, 1)
-    code[(k > c) & (k > m)] = 2
-    return BOUNDS[code]
-
-
-@dataclass
-class StepBreakdown:
-    """Per op class time parts of a step [s] (arrays over operating points).
-
-    ``compute``/``memory``/``overhead`` map op class -> summed parts; an op's time is the (smooth)
-    maximum of compute and memory plus its serial kernels and overhead (:class:`~perfmodel.core.costs.OpTime`),
-    so ``op_total`` (the sum of per-op times) is what adds up to ``total``. ``comm`` maps message name -> exposed time; ``step_overhead`` is the framework time.
-    Sums are formed lazily: a million-point sweep only pays for the totals it reads.
-    """
-
-    ops: list = field(default_factory=list)  # (op class, OpTime, layer count)
-    comm: dict[str, np.ndarray] = field(default_factory=dict)
-    step_overhead: float = 0.0
-    #: Indices in ``ops`` of the decode attention cores and DSA decode indexers (the ops that depend
-    #: on the context), in the order :meth:`StepModel.decode_attention_parts` sums them.
-    context_ops: list[int] = field(default_factory=list, repr=False)
-
-    def context_total(self) -> np.ndarray:
-        """Summed time of the :attr:`context_ops` [s]: :meth:`StepModel.decode_attention_time` of the
-        step's decodes, read from this breakdown."""
-        tot = 0.0
-        for j in self.context_ops:
-            _, parts, w = self.ops[j]
-            tot = tot + w * parts.total
-        return np.asarray(tot)
-
-    def add_op(self, op_class: str, parts, weight: float) -> None:
-        self.ops.append((op_class, parts, weight))
-
-    def _sum(self, attr: str) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for cls, parts, w in self.ops:
-            v = getattr(parts, attr)
-            out[cls] = out[cls] + w * v if cls in out else w * v
-        return out
-
-    @property
-    def compute(self) -> dict[str, np.ndarray]:
-        return self._sum("compute")
-
-    @property
-    def memory(self) -> dict[str, np.ndarray]:
-        return self._sum("memory")
-
-    @property
-    def overhead(self) -> dict[str, np.ndarray]:
-        return self._sum("overhead")
-
-    @property
-    def op_total(self) -> dict[str, np.ndarray]:
-        return self._sum("total")
-
-    @property
-    def compute_total(self) -> np.ndarray:
-        acc = None
-        for _, parts, w in self.ops:
-            t = parts.total
-            if w != 1.0:
-                t *= w
-            # in place only when shapes already agree (ops may broadcast to a larger shape)
-            if acc is None:
-                acc = t
-            elif acc.flags.writeable and (np.shape(t) == acc.shape
-                                          or acc.shape == np.broadcast_shapes(acc.shape, np.shape(t))):
-                acc += t
-            else:
-                acc = acc + t
-        return acc if acc is not None else np.zeros(())
-
-    @property
-    def comm_total(self) -> np.ndarray:
-        return sum(self.comm.values()) if self.comm else np.zeros(())
-
-    @property
-    def total(self) -> np.ndarray:
-        return self.compute_total + self.comm_total + self.step_overhead
-
-    def bound(self) -> np.ndarray:
-        """Dominant term of the step: 'compute', 'memory' or 'communication'."""
-        return dominant_term(sum(self.compute.values()), sum(self.memory.values()), self.comm_total)
-
-    def select(self, k: int) -> StepBreakdown:
-        """Row ``k`` of a breakdown computed over stacked shapes (leading axis)."""
-        from .costs import OpTime
-
-        def row(v):
-            return np.asarray(v)[k] if np.ndim(v) else v
-
-        ops = [(c, OpTime(row(p.compute), row(p.memory), row(p.overhead), p.overlap, row(p.serial)), w)
-               for c, p, w in self.ops]
-        return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
-
-
-@dataclass(frozen=True)
-class _StackedRow(OpTime):
-    """One op's row of an :class:`OpTime` evaluated for several ops at once, its total taken from the
-    stack's (the same element-wise arithmetic, done in one pass)."""
-
-    stacked_total: np.ndarray | None = None
-
-    @property
-    def total(self) -> np.ndarray:
-        return self.stacked_total.copy()  # a new array, as OpTime.total gives (callers scale it in place)
-
-
 def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
     """A replica given a *system* id (``hgx-h100``) must fit in that system's device count.
 
@@ -478,7 +351,7 @@ class StepModel:
                               self.precision.matmul_format, kernels, fused_quantization=True)
                 total = t.total
                 for row, j in enumerate(gemms):
-                    parts[j] = _StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap,
+                    parts[j] = StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap,
                                            stacked_total=total[row])
         return [p if p is not None else self._op_parts(op) for p, op in zip(parts, ops, strict=True)]
 

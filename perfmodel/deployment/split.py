@@ -45,9 +45,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.breakdown import StepBreakdown
 from ..core.ops import Message, StepShape, layer_messages
 from ..core.roofline import message_time
-from ..core.step import StepBreakdown, StepModel
+from ..core.step import StepModel
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ enter:
 .. math:: T = T_{dev} + (g - 1)\,T_{k} + s\,\Delta_{s} + t_{layer}\,L\,[\text{work}]
 
 with :math:`T_{dev}` the step model's device time [s], :math:`T_k` its per-kernel fixed times [s]
-(the ``overhead`` parts of :class:`perfmodel.core.step.StepBreakdown`, measured one kernel at a time),
+(the ``overhead`` parts of :class:`perfmodel.core.breakdown.StepBreakdown`, measured one kernel at a time),
 :math:`g` = ``decode_kernel_scale`` for decode-only steps (replayed as CUDA graphs by the engines) and
 ``prefill_kernel_scale`` for steps that carry prompt tokens (launched eagerly), :math:`s` =
 ``small_m_tactic`` and :math:`\Delta_s` the step time of the profile's small-M variant minus
