@@ -39,8 +39,9 @@ COMMANDS = {
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
 }
-BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(```\n<!-- end generated -->)"
-                   r"|(<!-- generated-md: (?P<md>[\w-]+) -->\n)(?P<mdbody>.*?)(<!-- end generated -->)", re.S)
+BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(?P<close>```\n<!-- end generated -->)"
+                   r"|(?P<mdopen><!-- generated-md: (?P<md>[\w-]+) -->\n)(?P<mdbody>.*?)(?P<mdclose><!-- end generated -->)",
+                   re.S)
 
 
 def run(name: str) -> str:
@@ -55,8 +56,8 @@ def render(text: str) -> str:
     """The page with every generated block refreshed."""
     def refresh(m: re.Match) -> str:
         if m.group("md"):
-            return m.group(5) + "\n" + run(m.group("md")) + "\n" + m.group(8)
-        return m.group(1) + run(m.group("name")) + m.group(4)
+            return m.group("mdopen") + "\n" + run(m.group("md")) + "\n" + m.group("mdclose")
+        return m.group("open") + run(m.group("name")) + m.group("close")
 
     return BLOCK.sub(refresh, text)
 
