@@ -3,7 +3,8 @@
 :mod:`.arch` (what each architecture does, sourced, one fitted parameter), :mod:`.memory` (per-chip
 memory by tier, sharded tables, explicit spill), :mod:`.step` (pipelined decode and prefill, no
 kernel-launch terms), :mod:`.layout` (fastest layout for a chip count), :mod:`.speculative` (a separate
-draft model on the same chips, a what-if), :mod:`.public` (public per-user speeds, the fit of η).
+draft model on the same chips, a what-if), :mod:`.public` (public per-user speeds, the fit of η),
+:mod:`.releases` (whether one η with speculative decoding serves two software releases).
 """
 
 from typing import TYPE_CHECKING
