@@ -1,6 +1,6 @@
 """SRAM / dataflow machines: public per-user speeds against perfmodel, and per-user speed against chips.
 
-Run: ``python benchmarks/sram_public.py [public|implied|speculative|scaling|claim]``. Prints (asserts nothing);
+Run: ``python benchmarks/sram_public.py [public|implied|speculative|releases|scaling|claim]``. Prints (asserts nothing);
 ``scripts/gen_doc_blocks.py`` copies the output into docs/sram.md.
 
 1. ``public``: every row of ``perfmodel/data/dataflow/public_speeds.csv`` next to the prediction on the
@@ -13,24 +13,32 @@ Run: ``python benchmarks/sram_public.py [public|implied|speculative|scaling|clai
    tokens a speculative step with a Llama-3.2-1B draft on the same chips would have to emit (E) to
    reach the public speed, and the one acceptance rate that gives it, next to the accepted lengths
    the sourced table holds at the same k;
-4. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
+4. ``releases``: one η for both Cerebras software releases, the later one speculating with a Llama-3.2-1B
+   draft at each sourced acceptance (:mod:`perfmodel.dataflow.releases`): the fitted η, the ratio of
+   every row and the worst; then the E that would bring every row within 1.5x;
+5. ``scaling``: the fastest layout and its per-user speed for growing chip counts (Llama-2-70B int8 on
    Groq LPU v1, Llama-3.1-70B bf16 on Cerebras WSE-3 at launch, Llama-3.1-405B bf16 on Cerebras WSE-3
    after the October 2024 release);
-5. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
+6. ``claim``: the verdict of ``perfmodel claim nvidia-lpx-35x-tokens-per-mw``.
 """
 
 from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 import perfmodel as pm
 from perfmodel.dataflow import load_arch
 from perfmodel.dataflow.public import compare_public, implied_stream_efficiency, public_speeds
+from perfmodel.dataflow.releases import needed_expected_tokens as release_needed_e
+from perfmodel.dataflow.releases import one_eta_table
 from perfmodel.dataflow.speculative import needed_expected_tokens
 from perfmodel.dataflow.step import DataflowModel
 from perfmodel.engine.speculative_acceptance import acceptance_profiles, uniform_rate_for_length
 from perfmodel.planning.claims import check_claim
 
+RACK = 16  # RDUs in one SambaRack SN40L-16 node (8 modules of 2; docs.sambanova.ai, sambarack-overview)
 CURVES = [("llama-2-70b", "groq-lpu", "int8", "fp16", (576, 1152, 2304, 4608, 9216)),
           ("llama-3.1-70b", "cerebras-wse3", "bf16", "bf16", (4, 8, 16, 32, 64)),
           ("llama-3.1-405b", "cerebras-wse3-oct2024", "bf16", "bf16", (21, 42, 63, 126))]
@@ -60,19 +68,31 @@ def implied() -> str:
     rows += ["eta implied: the stream efficiency that alone matches the public figure on the row's layout "
              "(> 1: beyond the datasheet bandwidth)", "",
              f"{'SambaNova':<16}{'sockets':>8}  {'GB/socket':>9}  {'public':>7}  {'implied TB/s':>12}  "
-             f"{'ceiling':>8}  {'public/ceiling':>14}"]
+             f"{'ceiling':>8}  {'public/ceiling':>14}  {'perfmodel':>9}"]
     hbm = None
-    for _, r in public_speeds().query("vendor == 'SambaNova'").iterrows():
-        n = int(r["devices"])
-        p = pm.predict_dataflow(r["model"], r["hardware"], tp=n, isl=int(r["isl"]), osl=int(r["osl"]),
-                                weights=r["weights"], kv_cache=r["kv_cache"])
-        hbm = p.memory.weight_bandwidth
-        w = float(p.memory.weights)
-        need, top = float(r["tokens_per_s_per_user"]) * w, hbm / w
-        rows.append(f"{r['model']:<16}{n:>8}  {w / 1e9:>9.2f}  {r['tokens_per_s_per_user']:>7.0f}  "
-                    f"{need / 1e12:>12.2f}  {top:>8.0f}  {r['tokens_per_s_per_user'] / top:>14.2f}")
+    for _, r in public_speeds().query("vendor == 'SambaNova' and role == 'unexplained'").iterrows():
+        for n in sorted({int(r["devices"]), RACK}):
+            p = pm.predict_dataflow(r["model"], r["hardware"], tp=n, isl=int(r["isl"]), osl=int(r["osl"]),
+                                    weights=r["weights"], kv_cache=r["kv_cache"])
+            hbm = p.memory.weight_bandwidth
+            w = float(p.memory.weights)
+            need, top = float(r["tokens_per_s_per_user"]) * w, hbm / w
+            mark = "" if n == int(r["devices"]) else "*"
+            rows.append(f"{r['model']:<16}{str(n) + mark:>8}  {w / 1e9:>9.2f}  {r['tokens_per_s_per_user']:>7.0f}  "
+                        f"{need / 1e12:>12.2f}  {top:>8.0f}  {r['tokens_per_s_per_user'] / top:>14.2f}  "
+                        f"{float(np.ravel(p.per_user_tokens_per_s)[0]):>9.0f}")
     rows.append(f"ceiling = HBM bandwidth / weight bytes per socket, at {hbm / 1e12:.2f} TB/s per socket (100 %, "
                 "no sync, no KV reads); implied = public x weight bytes per socket")
+    rows.append(f"perfmodel: tp over the sockets at the shipped eta; * not the table's count: one SambaRack SN40L-16 "
+                f"node ({RACK} RDUs)")
+    for _, r in public_speeds().query("vendor == 'SambaNova' and role == 'check'").iterrows():
+        n = int(r["devices"])
+        top = pm.predict_dataflow(r["model"], r["hardware"], tp=n, isl=int(r["isl"]), osl=int(r["osl"]),
+                                  weights=r["weights"], kv_cache=r["kv_cache"], stream_efficiency=1.0)
+        top = float(np.ravel(top.per_user_tokens_per_s)[0])
+        rows.append(f"check: {r['model']} ({r['weights']}, MoE: routed experts read) on {n} sockets at 100 % of HBM: "
+                    f"{top:.0f} tok/s; public {r['tokens_per_s_per_user']:.0f} = "
+                    f"{r['tokens_per_s_per_user'] / top:.2f} of it")
     return "\n".join(rows)
 
 
@@ -97,6 +117,30 @@ def speculative() -> str:
                 "gives E (none: E > k + 1)")
     rows.append("sourced accepted lengths (perfmodel/data/speculative/acceptance.csv): " + "; ".join(
         f"k={k}: {min(v):.2f}-{max(v):.2f}" if v else f"k={k}: none" for k, v in sourced.items()))
+    return "\n".join(rows)
+
+
+def releases() -> str:
+    t = one_eta_table()
+    labels = [c for c in t.columns if c.endswith((" launch", " later"))]
+    head = f"{'acceptance profile':<34}{'method':<7}{'k':>2}  {'E':>5}  {'eta':>6}" + "".join(
+        f"  {c:>11}" for c in labels) + f"  {'worst':>6}"
+    rows = ["one eta for both Cerebras releases: launch rows without speculative decoding, later rows with a "
+            "llama-3.2-1b draft", head, "-" * len(head)]
+    shown = t[(t["k"] == 4) | (t["k"] == t.groupby("profile")["k"].transform("max"))
+              | (t.groupby("profile")["k"].transform("size") == 1)]
+    for _, r in shown.iterrows():
+        rows.append(f"{r['profile']:<34}{r['method']:<7}{int(r['k']):>2}  {r['expected_tokens']:>5.2f}  "
+                    f"{r['eta']:>6.4f}" + "".join(f"  {r[c]:>11.2f}" for c in labels) + f"  {r['worst']:>6.2f}")
+    ok = t[t["worst"] <= 1.5]
+    rows.append("ratio = perfmodel / public; shown: each profile at k = 4 and at its largest tabulated k; "
+                f"every row within 1.5x in {len(ok)} of {len(t)} (profile, k) pairs"
+                + (": " + ", ".join(f"{p} k={k}" for p, k in zip(ok["profile"], ok["k"], strict=True)) if len(ok) else ""))
+    need = {k: release_needed_e(k) for k in (4, 7)}
+    rows.append("E needed for every row within 1.5x (one acceptance rate at every position): " + "; ".join(
+        f"k={k}: {e:.2f}" if e is not None else f"k={k}: none" for k, e in need.items()))
+    rows.append(f"fitted separately (shipped): launch {load_arch('cerebras-wse3').stream_efficiency.value:.3g}, "
+                f"after October 2024 {load_arch('cerebras-wse3-oct2024').stream_efficiency.value:.3g}")
     return "\n".join(rows)
 
 
@@ -126,9 +170,11 @@ def claim() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", nargs="?", choices=("public", "implied", "speculative", "scaling", "claim"), default="public")
+    p.add_argument("what", nargs="?", choices=("public", "implied", "speculative", "releases", "scaling",
+                                                    "claim"), default="public")
     args = p.parse_args(argv)
-    print({"public": public, "implied": implied, "speculative": speculative, "scaling": scaling, "claim": claim}[args.what]())
+    print({"public": public, "implied": implied, "speculative": speculative, "releases": releases, "scaling": scaling,
+           "claim": claim}[args.what]())
     return 0
 
 

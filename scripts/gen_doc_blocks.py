@@ -34,6 +34,7 @@ COMMANDS = {
     "sram-public": [sys.executable, "benchmarks/sram_public.py", "public"],
     "sram-implied": [sys.executable, "benchmarks/sram_public.py", "implied"],
     "sram-speculative": [sys.executable, "benchmarks/sram_public.py", "speculative"],
+    "sram-releases": [sys.executable, "benchmarks/sram_public.py", "releases"],
     "sram-scaling": [sys.executable, "benchmarks/sram_public.py", "scaling"],
     "sram-claim": [sys.executable, "benchmarks/sram_public.py", "claim"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]

@@ -8,7 +8,9 @@ model, precision, chip count (published or stated as assumed), source and ``role
 - ``later-release``: a figure from a later software release than the fit's (shown, not expected to
   match a model fitted on the earlier release);
 - ``unexplained``: shown next to the prediction of an architecture with no fitted parameter, where
-  the model falls short and the note says what it would take.
+  the model falls short and the note says what it would take;
+- ``check``: a figure that tests a datasheet figure rather than the model (SambaNova's DeepSeek-R1
+  speed against its HBM bandwidth); shown, not scored.
 
 :func:`fit_stream_efficiency` solves η so that the predicted per-user speeds of an architecture's
 ``fit`` rows match the public ones in the least-squares sense of log ratios (with one row, exactly):
