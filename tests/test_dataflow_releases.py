@@ -10,6 +10,7 @@ import pytest
 from perfmodel.dataflow import load_arch, predict_dataflow
 from perfmodel.dataflow.releases import joint_fit, needed_expected_tokens, one_eta_table, release_rows
 from perfmodel.engine.speculative import SpecDecode
+from perfmodel.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +85,11 @@ def test_more_accepted_tokens_never_widen_the_spread(table):
     for _, grp in table.groupby("profile"):
         grp = grp.sort_values("expected_tokens")
         assert (np.diff(grp["worst"].to_numpy()) < 0.02).all()
+
+
+def test_a_draft_that_does_not_fit_is_named():
+    """Llama-3.1-8B (16 GB in bf16) as the draft overflows the 405B pipeline's 44 GB wafers (6 layers
+    of 6.4 GB each already sit on each): a clear error naming the draft, not a silent misfit."""
+    spec = SpecDecode("draft", 4, acceptance=0.7, draft_model="llama-3.1-8b")
+    with pytest.raises(ConfigError, match="draft 'llama-3.1-8b'.*llama-3.1-405b on tp1-pp21"):
+        joint_fit(release_rows(), spec)

@@ -28,6 +28,7 @@ from scipy.optimize import brentq, minimize_scalar
 
 from ..engine.speculative import SpecDecode
 from ..engine.speculative_acceptance import acceptance_profiles, uniform_expected_tokens
+from ..errors import ConfigError
 from .layout import search_layouts
 from .public import public_speeds
 from .step import predict_dataflow
@@ -63,7 +64,8 @@ def _ratios(rows: list[dict], arch: str, eta: float, spec: SpecDecode) -> np.nda
                              weights=r["weights"], kv_cache=r["kv_cache"], stream_efficiency=eta,
                              spec_decode=spec if r["speculative"] else None)
         if not bool(np.ravel(p.fits)[0]):
-            raise ValueError(f"{r['label']}: tp{r['tp']}-pp{r['pp']} does not fit with the draft model")
+            raise ConfigError(f"draft {spec.draft_model!r}: {r['model']} on tp{r['tp']}-pp{r['pp']} of {arch} "
+                              f"does not fit with it ({np.ravel(p.fit_reason)[0]}); choose a smaller draft model")
         v.append(float(np.ravel(p.per_user_tokens_per_s)[0]) / r["public"])
     return np.array(v)
 
@@ -79,6 +81,11 @@ def joint_fit(rows: list[dict], spec: SpecDecode, arch: str = "cerebras-wse3") -
         The later release's speculative decoding (a draft model and its acceptance).
     arch : str
         The architecture whose execution model runs every row (both releases run the same chip).
+
+    Raises
+    ------
+    ConfigError
+        A row's layout does not hold the draft model next to the target.
     """
     def loss(log_eta: float) -> float:
         return float(np.sum(np.log(_ratios(rows, arch, float(np.exp(log_eta)), spec)) ** 2))
