@@ -6,7 +6,8 @@ only difference between the releases, one η would reproduce the launch figures 
 later figures with it. Cerebras publishes neither its draft model nor its acceptance, so each sourced
 acceptance profile (``perfmodel/data/speculative/acceptance.csv``) is tried in turn, at each draft
 length k it tabulates, with a separate draft model on the same wafers (:mod:`.speculative`;
-Llama-3.2-1B by default, an ASSUMPTION: the smallest model that shares Llama 3.1's tokenizer). For
+Llama-3.2-1B by default, an ASSUMPTION: the smallest model that shares Llama 3.1's tokenizer; an 8B
+draft does not fit next to the 405B pipeline's layers). For
 an acceptance a the one η is the least-squares fit in log ratio over both releases' rows,
 
 .. math:: \\hat\\eta(a) = \\arg\\min_\\eta \\sum_{rows}
