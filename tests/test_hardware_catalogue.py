@@ -20,7 +20,7 @@ from perfmodel.hardware import load_hardware
 FAMILY = {
     "l40s": "h100-sxm", "l4": "h100-sxm", "rtx-pro-6000": "b200", "h800": "h100-sxm", "gh200": "h100-sxm",
     "gh200-hbm3e": "h200-sxm", "mi250x": "h100-sxm", "gaudi2": "h100-sxm", "trainium2": "h100-sxm",
-    "inferentia2": "h100-sxm",
+    "inferentia2": "h100-sxm", "h100-nvl": "h100-sxm",
 }
 
 
@@ -37,6 +37,8 @@ FAMILY = {
     ("trainium2", "bf16", 667e12),
     ("inferentia2", "bf16", 190e12),
     ("rtx-pro-6000", "fp4", 2e15),  # 4,000 FP4 'AI TOPS' taken as sparse
+    ("h100-nvl", "fp8", 1670.5e12),  # NVIDIA's table: 3,341* (* with sparsity), halved
+    ("h100-nvl", "bf16", 835.5e12),  # 1,671*, halved
 ])
 def test_dense_peaks(ident, peak, value):
     assert load_hardware(ident, "accelerator").peak_flops(peak) == pytest.approx(value, rel=1e-12)
@@ -46,6 +48,7 @@ def test_dense_peaks(ident, peak, value):
     ("l40s", 48e9, 864e9), ("l4", 24e9, 300e9), ("rtx-pro-6000", 96e9, 1792e9), ("h800", 80e9, 3.35e12),
     ("gh200", 96e9, 4e12), ("gh200-hbm3e", 141e9, 5e12), ("mi250x", 128e9, 3.2e12), ("gaudi2", 96e9, 2.46e12),
     ("trainium2", 96 * 2**30, 2.9e12), ("inferentia2", 32 * 2**30, 820 * 2**30),
+    ("h100-nvl", 94e9, 3.9e12),  # NVIDIA's 3.9 TB/s, not the 4.8 TB/s (H200) an aggregator page lists
 ])
 def test_memory_figures_and_variants(ident, capacity, bandwidth):
     acc = load_hardware(ident, "accelerator")
@@ -114,3 +117,30 @@ def test_instance_and_rack_systems():
     assert trn2.count * load_hardware("trainium2").memory_capacity == pytest.approx(16 * 96 * 2**30)
     dgx = load_hardware("dgx-gh200", "system")
     assert (dgx.count, dgx.scale_up_domain, dgx.accelerator) == (256, 256, "gh200")
+
+
+def test_h100_nvl_is_an_nvlink_pair_on_pcie():
+    """NVIDIA's table: 'NVLink: 600GB/s' (both directions, one bridged pair), 'PCIe Gen5: 128GB/s'."""
+    nvl, sxm = load_hardware("h100-nvl"), load_hardware("h100-sxm")
+    assert nvl.scale_up.link == "nvlink4" and nvl.scale_up.domain == 2
+    assert nvl.scale_up.bandwidth.value == pytest.approx(600e9 / 2)
+    assert load_hardware(nvl.scale_out.link, "link").bandwidth.value == pytest.approx(128e9 / 2)
+    # the copies of NVIDIA's table that give the NVL column give the SXM column too: it equals the shipped
+    # SXM figures (1,979* BF16, 3,958* FP8, 3.35 TB/s), so the NVL column is read from the same table
+    assert sxm.peak_flops("bf16") * 2 == pytest.approx(1979e12, rel=1e-3)
+    assert sxm.peak_flops("fp8") * 2 == pytest.approx(3958e12, rel=1e-3)
+    assert sxm.memory_bandwidth == pytest.approx(3.35e12)
+    # more memory and bandwidth than the SXM part, lower clocks (1,671 vs 1,979 sparse BF16)
+    assert nvl.memory_capacity > sxm.memory_capacity and nvl.memory_bandwidth > sxm.memory_bandwidth
+    assert nvl.peak_flops("bf16") / sxm.peak_flops("bf16") == pytest.approx(1671 / 1979, rel=1e-3)
+
+
+def test_h100_nvl_tp4_crosses_pairs_over_pcie():
+    # tp=2 stays on one bridged pair (300 GB/s per direction); tp=4 spans two pairs, so each all-reduce
+    # also crosses PCIe (64 GB/s): the prefill all-reduce time grows although each message is the same size
+    def comm(tp):
+        bd = pm.predict("llama-3.1-70b", "h100-nvl", tp=tp, isl=512, osl=64, batch=8, weights="fp8").breakdown()
+        rows = bd[(bd.phase == "prefill") & bd.op_class.str.startswith("comm:")]
+        return float(rows.time_s.sum())
+
+    assert comm(4) > 3 * comm(2) > 0

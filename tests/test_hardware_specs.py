@@ -126,7 +126,7 @@ def test_the_expected_ids_ship():
         "mi300x", "mi325x", "mi355x", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-ironwood", "gaudi3",
         "groq-lpu", "groq-lp30", "cerebras-wse3", "sambanova-sn40l", "cerebras-cs3-io", "sambanova-sn40l-16",
         "l40s", "l4", "rtx-pro-6000", "h800", "gh200", "gh200-hbm3e", "mi250x", "gaudi2", "trainium2",
-        "inferentia2", "gaudi2-roce", "neuronlink-v3", "trn2-48xlarge", "dgx-gh200",
+        "inferentia2", "gaudi2-roce", "neuronlink-v3", "trn2-48xlarge", "dgx-gh200", "h100-nvl",
         "nvlink3", "nvlink4", "nvlink5", "nvlink6", "pcie4", "pcie5", "pcie6", "ib-hdr", "ib-ndr", "ib-xdr",
         "eth-400g", "eth-800g",
         "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72", "groq-lpx",
@@ -287,7 +287,7 @@ CHIP = {
     "l40s": "NVIDIA L40S", "l4": "NVIDIA L4", "rtx-pro-6000": "NVIDIA RTX PRO 6000 Blackwell",
     "h800": "NVIDIA H800 SXM5", "gh200": "NVIDIA GH200 (96GB HBM3)", "gh200-hbm3e": "NVIDIA GH200 (HBM3e, announced)",
     "mi250x": "AMD Instinct MI250X", "gaudi2": "Intel Gaudi 2", "trainium2": "AWS Trainium2",
-    "inferentia2": "AWS Inferentia2",
+    "inferentia2": "AWS Inferentia2", "h100-nvl": "NVIDIA H100 NVL (94GB)",
     "sambanova-sn40l": "SambaNova SN40L RDU (per socket)",
 }
 VERA_RUBIN_RACK = "NVIDIA Vera Rubin NVL72 / 'NVL144' (rack, preliminary)"
@@ -430,6 +430,14 @@ CITED: dict[str, dict[str, Cite | str]] = {
                "host_link.bandwidth": Cite("pcie_bidirectional", _BIDIR)},
     "trainium2": {**_GPU, "scale_up.bandwidth": Cite("neuronlink_per_chip", _BIDIR)},
     "inferentia2": {**_GPU},
+    "h100-nvl": {
+        **_GPU, "compute.tf32": Cite("tf32_tensor_sparse", _HALF), "compute.bf16": Cite("bf16_tensor_sparse", _HALF),
+        "compute.fp16": Cite("fp16_tensor_sparse", _HALF), "compute.fp8": Cite("fp8_tensor_sparse", _HALF),
+        "compute.int8": Cite("int8_tensor_sparse", _HALF),
+        "power": Cite("tdp", explicit="400 W"),  # the cell is the range '350-400'; the upper end is used
+        "scale_up.bandwidth": Cite("nvlink_bw_bidirectional", _BIDIR),
+        "scale_out.bandwidth": Cite("pcie_bidirectional", _BIDIR), "host_link.bandwidth": Cite("pcie_bidirectional", _BIDIR),
+    },
     "sambanova-sn40l": {
         "memory.hbm.capacity": "hbm_capacity", "memory.ddr.capacity": "ddr_capacity", "compute.bf16": "bf16",
         # the node_16_socket cell: '... slide shows 25.6 TB/s and 1600 GB/s (likely HBM and DDR

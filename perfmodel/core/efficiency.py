@@ -128,7 +128,7 @@ FAMILY_FALLBACK: dict[str, str] = {
     "h100-pcie": "h100-sxm", "h20": "h200-sxm", "a100-sxm": "h100-sxm", "b300": "b200",
     "gb300": "gb200", "rubin": "gb200",
     # Hopper: same GH100 GPU
-    "h800": "h100-sxm", "gh200": "h100-sxm", "gh200-hbm3e": "h200-sxm",
+    "h800": "h100-sxm", "gh200": "h100-sxm", "gh200-hbm3e": "h200-sxm", "h100-nvl": "h100-sxm",
     # Blackwell (GB202)
     "rtx-pro-6000": "b200",
     # no Ada, CDNA, Gaudi or Neuron profile is shipped: the generic (H100) profile, said so in the name
@@ -139,6 +139,7 @@ GENERIC_FALLBACK = "h100-sxm"
 #: Why a fallback was chosen, shown in the profile name of results (``efficiency`` column).
 FALLBACK_REASON: dict[str, str] = {
     "h800": "same Hopper GPU", "gh200": "same Hopper GPU", "gh200-hbm3e": "same Hopper GPU, HBM3e",
+    "h100-nvl": "same Hopper GPU, PCIe card",
     "rtx-pro-6000": "Blackwell family, GDDR7 card",
     "l40s": "Ada: no Ada profile, generic NVIDIA profile", "l4": "Ada: no Ada profile, generic NVIDIA profile",
     "mi250x": "CDNA2: no AMD profile, generic GPU profile",
