@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PerfmodelError, unknown_name
@@ -229,6 +230,12 @@ def _pool(row: Mapping[str, Any], role: str, prefix: str) -> PoolLayout:
     return PoolLayout(role, replicas=reps, **lay)
 
 
+def _local_model_dir(spec: Any) -> str | None:
+    """The folder of a user's ``config.json`` (what ``vllm serve PATH`` and the other engines load), or None."""
+    src = Path(spec.source) if spec.source and "://" not in spec.source else None
+    return str(src.parent) if src is not None and src.is_file() else None
+
+
 def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], profile: str,
             spec_decode: Any) -> LaunchSpec:
     from ..engine.engine import Engine
@@ -247,7 +254,8 @@ def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], pr
         for name in ("tp", "pp", "ep", "dp_attention", "replicas"):
             if getattr(p, name) < 1:
                 raise ConfigError(f"launch: {p.role}.{name} = {getattr(p, name)}; expected an integer >= 1")
-    return LaunchSpec(model=spec.hf_repo_id or spec.id, model_id=spec.id, moe=spec.moe is not None,
+    return LaunchSpec(model=spec.hf_repo_id or _local_model_dir(spec) or spec.id, model_id=spec.id,
+                      moe=spec.moe is not None,
                       weights=dtype(weights).name, kv_cache=dtype(kv).name, pools=pools, engine=prof.name,
                       max_num_seqs=int(prof.max_num_seqs), max_num_batched_tokens=int(prof.max_num_batched_tokens),
                       chunked_prefill=bool(prof.chunked_prefill), spec_decode=sd)

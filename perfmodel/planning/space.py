@@ -160,7 +160,7 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
         acc_id = hw_spec.id
         for prec in precisions:
             def kwargs(lay: Layout, prec: str = prec, hw_spec: Any = hw_spec) -> dict[str, Any]:
-                kw = {"model": spec.id, "hardware": hw_spec, "weights": prec, "kv_cache": kv_cache or "bf16",
+                kw = {"model": spec, "hardware": hw_spec, "weights": prec, "kv_cache": kv_cache or "bf16",
                       **lay.kwargs()}
                 return kw if spec.moe is not None else {k: v for k, v in kw.items() if k not in ("ep", "dp_attention")}
 

@@ -119,7 +119,6 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         ``prefill_pool``), ``path`` (``steady state`` or ``simulate``), the formats, the profiles and
         ``engine`` (which engine and terms).
     """
-    from ..core.efficiency import profile_for
     from ..core.step import StepModel
     from ..engine.engine import Engine
     from ..validation.models import UnsupportedModel, resolve_model
@@ -215,5 +214,5 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     out["output_tokens_per_s"] = out["requests_per_s"] * osl
     out["output_tokens_per_s_per_gpu"] = out["output_tokens_per_s"] / gpus
     return out.assign(gpus=gpus, weights=weights, kv_cache=kv, mode="agg" if prefill is None else "disagg",
-                      efficiency_profile=profile_for(hw, efficiency).name, engine=served.label,
+                      efficiency_profile=decode.efficiency.name, engine=served.label,
                       engine_calibration=calibration if served.calibrated else "none (uncalibrated engine)")
