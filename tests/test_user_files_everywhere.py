@@ -28,8 +28,8 @@ WL = {**KW, "arrival": {"process": "poisson", "rate": 4}}
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, str]:
-    """``gpu`` (YAML), ``model`` (config.json), ``dep`` (deployment YAML naming both by relative path),
-    ``claim`` (claim YAML: the files against the shipped names), plus ``dir``."""
+    """``gpu`` (YAML), ``model`` (config.json), ``dep`` (deployment YAML) and ``claim`` (claim YAML: the
+    files against the shipped names), the last two naming the files by paths relative to themselves."""
     shipped = yaml.safe_load((resources.files("perfmodel.hardware_specs") / "accelerators" / "h100-sxm.yaml")
                              .read_text(encoding="utf-8"))
     gpu = tmp_path / "my-gpu.yaml"
@@ -48,12 +48,12 @@ def files(tmp_path: Path) -> dict[str, str]:
     claim.write_text(yaml.safe_dump({
         "schema_version": 1, "kind": "claim", "id": "mine-vs-shipped", "title": "same figures, same answer",
         "claimed_by": "test", "source": "https://example.org", "metric": "per_device_tokens_per_s",
-        "claim_type": "ratio", "claimed": 1.0, "model": str(model),
+        "claim_type": "ratio", "claimed": 1.0, "model": "my-llama/config.json",
         "operating_point": {"per_user_tokens_per_s": 20, "isl": 256, "osl": 16, "max_batch": 64},
         "baseline": {"name": "shipped", **side, "pools": {"gpu": {"hardware": "h100-sxm", "count": 1}}},
-        "candidate": {"name": "files", **side, "pools": {"gpu": {"hardware": str(gpu), "count": 1}}},
+        "candidate": {"name": "files", **side, "pools": {"gpu": {"hardware": "my-gpu.yaml", "count": 1}}},
         "unknowns": [{"name": "isl", "path": "operating_point.isl", "nominal": 256, "values": [256, 512]}]}))
-    yield {"gpu": str(gpu), "model": str(model), "dep": str(dep), "claim": str(claim), "dir": str(tmp_path)}
+    yield {"gpu": str(gpu), "model": str(model), "dep": str(dep), "claim": str(claim)}
     for key in [k for k in registry._USER_SPECS if GPU_ID in str(k) or str(tmp_path) in str(k)]:
         del registry._USER_SPECS[key]
 
@@ -136,7 +136,7 @@ def test_deployment_and_claim_files_naming_user_files(files, capsys):
     out = cli_json(["predict", "--deployment", files["dep"], "--isl", "256", "--osl", "16", "--batch", "1,4"], capsys)
     assert [r["tpot_s"] for r in out] == pytest.approx([r["tpot_s"] for r in ref], rel=1e-9)
 
-    # the claim sets the files (candidate) against the shipped names (baseline): the ratio is exactly 1
+    # the claim sets the files (candidate, relative paths) against the shipped names (baseline): ratio 1
     chk = pm.check_claim(files["claim"], points=2)
     assert chk.ratio == pytest.approx(1.0, rel=1e-12)
     out = cli_json(["claim", files["claim"], "--points", "2"], capsys)

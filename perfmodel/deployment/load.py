@@ -14,8 +14,9 @@ from ..units import units_required
 from .schema import Deployment
 
 
-def _rebase_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Make relative hardware / model file paths relative to the deployment file's folder."""
+def rebase_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make relative hardware / model file paths (``model``, ``pools.*.hardware``) relative to ``base``, the
+    folder of the file that names them (a deployment file, or a claim file's baseline and candidate)."""
 
     def rebase(value: Any) -> Any:
         if isinstance(value, str) and value.endswith((".yaml", ".yml", ".json")) and not Path(value).is_absolute():
@@ -64,7 +65,7 @@ def load_deployment(source: str | Path | dict[str, Any] | Deployment, check: boo
             origin = str(source)
             data = read_yaml(source)
             if isinstance(data, dict):
-                data = _rebase_paths(data, Path(source).parent)
+                data = rebase_paths(data, Path(source).parent)
         if not isinstance(data, dict):
             got = "an empty file" if data is None else type(data).__name__
             raise SpecError(f"{origin}: expected a mapping with model, pools and placement, got {got}")

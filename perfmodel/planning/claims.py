@@ -166,6 +166,8 @@ def load_claim(source: str | Path | dict | Claim) -> Claim:
         data, origin = read_yaml(f"data/claims/{source}.yaml", _shipped()[str(source)]), f"claims/{source}"
     elif str(source).endswith((".yaml", ".yml")):
         data, origin = read_yaml(source), str(source)
+        if isinstance(data, dict):  # file paths in it are relative to the claim file, as in a deployment file
+            data = _rebase(data, Path(source).parent)
     else:
         raise unknown_name("claim", str(source), list_claims())
     if not isinstance(data, dict):
@@ -178,6 +180,17 @@ def load_claim(source: str | Path | dict | Claim) -> Claim:
             return Claim.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{origin}: {format_validation_error(exc, Claim)}") from None
+
+
+def _rebase(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The claim's ``model`` and its sides' ``model`` / ``pools.*.hardware`` file paths, relative to ``base``."""
+    from ..deployment.load import rebase_paths
+
+    out = rebase_paths(data, base)
+    for side in ("baseline", "candidate"):
+        if isinstance(out.get(side), dict):
+            out[side] = rebase_paths(out[side], base)
+    return out
 
 
 # ------------------------------------------------------------------------------------ evaluation
