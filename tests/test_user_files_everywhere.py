@@ -102,12 +102,14 @@ def test_estimate_simulate_and_max_load(files, capsys):
                     "--quiet"], capsys)
     assert out["ttft_p95_s"] == pytest.approx(b["ttft_p95_s"], rel=1e-12)
 
-    kw = dict(target=0.9, requests=200, seed=1)
-    x = pm.max_load(mine, wl, SLO, **kw)
-    y = pm.max_load(shipped, wl, SLO, **kw)
-    assert float(x.max_load) == pytest.approx(float(y.max_load), rel=1e-12)
+    # a tight SLO, so that 300 requests find a finite rate (a loose one lets any burst of 300 pass)
+    kw = dict(target=0.9, requests=300, seed=1)
+    tight = {"ttft": "200 ms", "tpot": "20 ms"}
+    x = pm.max_load(mine, wl, tight, **kw)
+    y = pm.max_load(shipped, wl, tight, **kw)
+    assert 1 < float(y.max_load) < 1e3 and float(x.max_load) == pytest.approx(float(y.max_load), rel=1e-12)
     out = cli_json(["max-load", "--model", files["model"], "--hardware", files["gpu"], "--isl", "256", "--osl", "16",
-                    "--slo-ttft", "2s", "--slo-tpot", "100ms", "--target", "0.9", "--requests", "200", "--seed", "1",
+                    "--slo-ttft", "200ms", "--slo-tpot", "20ms", "--target", "0.9", "--requests", "300", "--seed", "1",
                     "--quiet"], capsys)
     assert out["max_arrival_rate"] == pytest.approx(float(y.max_load), rel=1e-12)
 
