@@ -182,6 +182,26 @@ def test_max_load_closed_loop_concurrency():
     assert found.as_dict()["max_concurrency"] == found.max_load
 
 
+def test_max_load_open_loop_rate_is_bracketed():
+    model = LinearStepModel(base=0.006, per_token=2e-5)
+    w = Workload.fixed(512, 64, rate=1.0, slo={"ttft": "0.5 s", "tpot": "20 ms"})
+    found = max_load(model, w, requests=600, seed=1, rel_tol=0.05)
+    assert found.bracketed and found.note == "" and found.as_dict()["bracketed"] is True
+
+
+def test_max_load_stops_when_a_fixed_request_count_becomes_one_burst():
+    # 20 requests of 64 tokens on a fast model under a loose SLO: even all at once they meet it, so
+    # doubling the rate cannot find a failing load; the search must stop once the 20 arrivals fall
+    # within the median TTFT (not run away to ~1e10 req/s) and say the answer is a lower bound
+    model = LinearStepModel(base=0.002, per_token=1e-6)
+    w = Workload.fixed(64, 8, rate=1.0, slo={"ttft": "10 s", "tpot": "1 s"})
+    found = max_load(model, w, requests=20, seed=1)
+    assert not found.bracketed and "all 20 requests arrive within the median TTFT" in found.note
+    last = found.curve[-1]
+    assert last["load"] == found.max_load and 20 / found.max_load < last["ttft_p50_s"]
+    assert found.simulations < 30 and found.max_load < 1e6
+
+
 def test_max_load_needs_an_slo():
     with pytest.raises(ConfigError, match="SLO with at least one limit"):
         max_load(LinearStepModel(), Workload.fixed(10, 10, rate=1.0), requests=10)

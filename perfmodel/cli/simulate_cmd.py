@@ -268,14 +268,18 @@ def run_max_load(args) -> int:
     key = "max_arrival_rate" if mode == "rate" else "max_concurrency"
 
     def table() -> None:
-        print(f"{key}: {found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
+        bound = "" if found.bracketed else ">= "
+        print(f"{key}: {bound}{found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
               f"{found.simulations} simulations)")
+        if found.note:
+            print(f"note: {found.note}")
         cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
                 "tpot_p95_s", "cancelled"]
         print(format_table(found.curve, cols, why={c: "no request of that load completed with this metric"
                                                    for c in cols}))
         print(f"note: {engine_note(eng)}")
 
-    rows = [{"search": mode, key: found.max_load, "target": found.target, **r} for r in found.curve]
+    rows = [{"search": mode, key: found.max_load, "bracketed": found.bracketed, "target": found.target, **r}
+            for r in found.curve]
     emit(args.format, table=table, rows=rows, document=out)
     return 0

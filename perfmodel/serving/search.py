@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..progress import Bar
 from ..spec_base import validate
 from .protocol import resolve_step_model
-from .simulator import Disaggregated, simulate
+from .simulator import DEFAULT_REQUESTS, Disaggregated, simulate
 from .steady_state import steady_state
 from .workload import SLO, Workload, load_workload
 
@@ -46,6 +46,11 @@ class LoadSearch:
         One row per simulated load (sorted): load and the summary metrics.
     simulations : int
         Simulations run.
+    bracketed : bool
+        False when no load that misses the target was found, so ``max_load`` is a lower bound only
+        (``note`` says why the search stopped).
+    note : str
+        Why the search stopped without an upper bracket ("" when bracketed).
     """
 
     mode: str
@@ -54,6 +59,8 @@ class LoadSearch:
     attainment: float
     curve: list[dict[str, Any]] = field(default_factory=list)
     simulations: int = 0
+    bracketed: bool = True
+    note: str = ""
 
     def to_dataframe(self):
         """The load–latency curve as a pandas DataFrame."""
@@ -64,7 +71,8 @@ class LoadSearch:
     def as_dict(self) -> dict[str, Any]:
         key = "max_arrival_rate" if self.mode == "rate" else "max_concurrency"
         return {key: self.max_load, "target": self.target, "attainment_at_max": self.attainment,
-                "simulations": self.simulations, "curve": self.curve}
+                "simulations": self.simulations, "bracketed": self.bracketed, "note": self.note,
+                "curve": self.curve}
 
 
 def _first_guess(model: Any, w: Workload, eng: Any, replicas: int, mode: str) -> float:
@@ -160,12 +168,29 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
     def below(hi: float | None) -> bool:
         return stop_below is not None and hi is not None and hi <= stop_below
 
+    # a fixed number of requests at an ever higher rate becomes one burst: once all of them arrive
+    # within the median TTFT, a higher rate cannot change the outcome and doubling would run away
+    n_fixed = requests if requests is not None else w.requests
+    if n_fixed is None and horizon is None and w.horizon is None:
+        n_fixed = DEFAULT_REQUESTS
+
+    def one_burst(x: float) -> bool:
+        ttft = cache[norm(x)].get("ttft_p50_s")
+        return mode == "rate" and n_fixed is not None and ttft is not None and n_fixed / x < ttft
+
+    note = ""
+
     try:
         x = norm(start if start is not None else _first_guess(model, w, eng, replicas, mode))
         lo, hi = None, None
         if attain(x) >= goal:
             lo = x
             while len(cache) < max_simulations:
+                if one_burst(x):
+                    note = (f"all {n_fixed} requests arrive within the median TTFT at {x:g} req/s and still "
+                            "meet the target: a higher rate cannot change this run, so the sustainable rate "
+                            "is not bounded by it; raise the request count (requests/horizon) to find it")
+                    break
                 x = norm(x * 2)
                 if attain(x) >= goal:
                     lo = x
@@ -194,6 +219,8 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         bar.close()
     curve = [{"load": k, **{c: v.get(c) for c in _CURVE_KEYS}} for k, v in sorted(cache.items())]
     best = lo if lo is not None else 0.0
+    if lo is not None and hi is None and not note:
+        note = f"every load tried met the target ({len(cache)} simulations, the limit): a lower bound only"
     return LoadSearch(mode=mode, max_load=int(best) if mode == "concurrency" else best, target=goal,
                       attainment=cache[best]["slo_attainment"] if best in cache else float("nan"),
-                      curve=curve, simulations=len(cache))
+                      curve=curve, simulations=len(cache), bracketed=hi is not None or lo is None, note=note)
