@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, real_list
 from .output import add_format_arg, emit, format_table
-from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
+from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
@@ -60,6 +60,7 @@ def register(sub) -> None:
                    help="engine calibration: 'calibrated' (default), 'preset' (uncalibrated) or a YAML path")
     p.add_argument("--efficiency", default="calibrated", help="per-op efficiency profile (default calibrated)")
     add_spec_decode_arg(p)
+    add_memory_fraction_args(p)
     add_prefix_hit_arg(p)
     add_format_arg(p)
     p.set_defaults(func=run)

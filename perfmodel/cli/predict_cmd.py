@@ -38,6 +38,7 @@ def register(sub) -> None:
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset; default none: "
                         "the bare kernel model")
     add_spec_decode_arg(p)
+    add_memory_fraction_args(p)
     add_prefix_hit_arg(p)
     p.add_argument("--devices", type=POSITIVE, default=None,
                    help="chips to use: pick the fastest layout (tp, pp, replicas) that fits and print it "
@@ -64,8 +65,34 @@ def add_spec_decode_arg(p: argparse.ArgumentParser) -> None:
                         "ngram:k=5 or off (default off; acceptance defaults are sourced, docs/speculative.md)")
 
 
+def add_memory_fraction_args(p) -> None:
+    """``--gpu-memory-utilization`` (vLLM), ``--mem-fraction-static`` (SGLang) and
+    ``--free-gpu-memory-fraction`` (TensorRT-LLM): the memory fraction the engine sizes its KV pool with,
+    under the engine's own name (:mod:`perfmodel.engine.kv_memory`)."""
+    fraction = real(0.0, 1.0, lo_open=True)
+
+    def static(text: str):
+        return "auto" if text.strip().lower() == "auto" else fraction(text)
+
+    static.__name__ = "number or auto"
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=None, metavar="U",
+                   help="vLLM: share of total device memory for weights, activations and KV cache (default 0.9)")
+    p.add_argument("--mem-fraction-static", type=static, default=None, metavar="F",
+                   help="SGLang: share of total device memory for weights and KV cache (default auto: "
+                        "SGLang's rule by memory size and parallelism)")
+    p.add_argument("--free-gpu-memory-fraction", type=fraction, default=None, metavar="PHI",
+                   help="TensorRT-LLM: share of the memory free after weights and activations for the KV "
+                        "cache (default 0.9)")
+
+
 def serving_engine(args, default: str | None = "vllm", **overrides):
-    """The :class:`perfmodel.engine.Engine` of ``--engine`` / ``--spec-decode`` (None without either)."""
+    """The :class:`perfmodel.engine.Engine` of ``--engine`` / ``--spec-decode`` (None without either),
+    with the memory fraction of :func:`add_memory_fraction_args` when one is given."""
+    from ..engine.profile import MEMORY_FIELDS
+
+    for field in MEMORY_FIELDS:
+        if getattr(args, field, None) is not None:
+            overrides[field] = getattr(args, field)
     name = args.engine or default
     if name is None:
         if args.spec_decode not in (None, "off"):

@@ -25,7 +25,7 @@ from .output import (
     print_notes,
     progress_of,
 )
-from .predict_cmd import add_prefix_hit_arg, add_spec_decode_arg, serving_engine
+from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -44,6 +44,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="serving engine: vllm (default), vllm-2k, sglang, trtllm (with the terms fitted on measured runs), "
                         "vllm-preset, sglang-preset, trtllm-preset (uncalibrated) or a profile YAML path")
     add_spec_decode_arg(g)
+    add_memory_fraction_args(g)
     add_prefix_hit_arg(g)
     g.add_argument("--engine-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override an engine field, e.g. max_num_batched_tokens=2048 (repeatable)")
@@ -221,6 +222,8 @@ def run_simulate(args) -> int:
            "engine": eng.describe(),
            "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,
            "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng)}
+    mem = eng.memory(model) if not isinstance(model, dict) else None
+    out["kv_memory"] = None if mem is None else mem.as_dict()
 
     def table() -> None:
         print(res._title())
@@ -229,6 +232,11 @@ def run_simulate(args) -> int:
               f"max_num_batched_tokens={prof.max_num_batched_tokens}, max_num_seqs={prof.max_num_seqs}, "
               f"step_overhead={prof.step_overhead:g} s, seq_overhead={prof.seq_overhead:g} s, "
               f"request_overhead={eng.request_overhead:g} s, first_token_steps={eng.terms.first_token_steps:.2g}")
+        if mem is not None:
+            print(f"KV pool ({mem.rule}): {mem.kv_tokens:,.0f} tokens per replica; per device "
+                  f"{mem.kv_pool / 2**30:.1f} GiB of {mem.device_bytes / 2**30:.1f} GiB (weights "
+                  f"{mem.weights / 2**30:.1f}, activations {mem.activations / 2**30:.1f}, runtime "
+                  f"{mem.runtime / 2**30:.1f} GiB)")
         keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
                 "throughput_output_tokens_per_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
                 "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError, UnknownNameError, unknown_name
 from .calibration import EngineCalibration, load_profile
+from .kv_memory import EngineMemory, engine_memory
 from .profile import EngineProfile, list_engines, load_engine
 from .step import EngineStep
 
@@ -144,8 +145,21 @@ class Engine:
         """The engine-aware step model of ``step_model`` (unchanged if it already carries terms)."""
         if getattr(step_model, "engine_terms", None) is not None:
             return step_model
-        return EngineStep(step_model, self.terms, _small_m_model(step_model) if self.terms.small_m_tactic else None,
-                          self.spec)
+        served = EngineStep(step_model, self.terms,
+                            _small_m_model(step_model) if self.terms.small_m_tactic else None, self.spec)
+        mem = engine_memory(step_model, self.profile, self.spec is not None and self.spec.method != "ngram")
+        if mem is not None:  # the engine's own pool; a draft keeps the share of it that it leaves
+            base = float(step_model.kv_capacity_tokens)
+            share = float(served.kv_capacity_tokens) / base if base > 0 else 1.0
+            served.kv_capacity_tokens = int(mem.kv_tokens * share)
+            served.engine_memory = mem
+        return served
+
+    def memory(self, step_model: Any) -> EngineMemory | None:
+        """How this engine splits the memory of one device of ``step_model`` (None: no memory rule or
+        not a first-principles step model; :mod:`perfmodel.engine.kv_memory`)."""
+        return engine_memory(getattr(step_model, "device_model", step_model), self.profile,
+                             self.spec is not None and self.spec.method != "ngram")
 
     def ttft_added(self, tpot):
         """Time a client's TTFT adds to the engine's [s]: ``request_overhead + first_token_steps · TPOT``."""

@@ -17,6 +17,10 @@ A profile says how an engine builds each forward step (iteration-level / continu
     preempts (recompute) the newest running request when memory runs out (vLLM, SGLang);
     ``reserve_full`` admits a request only if blocks for its whole prompt + output fit, so it never
     preempts (TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler).
+``gpu_memory_utilization`` / ``mem_fraction_static`` / ``free_gpu_memory_fraction``
+    The memory fraction the engine sizes its KV pool with, under the engine's own name (vLLM, SGLang,
+    TensorRT-LLM; at most one): :mod:`perfmodel.engine.kv_memory`. None of them: the step model's
+    ``kv_capacity_tokens`` (its ``reserve``).
 ``step_overhead`` / ``seq_overhead``
     Host-side time per step and per sequence in the step [s] (scheduling, sampling, detokenisation),
     added to the step model's device time. These are *assumptions* until calibrated.
@@ -48,6 +52,10 @@ PRESET_NOTE = ("engine preset: host overheads assumed, not fitted; TTFT leaves o
                "(error in docs/validation.md)")
 
 
+#: Memory-fraction fields, one per engine (at most one set in a profile).
+MEMORY_FIELDS = ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction")
+
+
 class EngineProfile(Strict):
     """Scheduler parameters of one serving engine (all times in seconds).
 
@@ -72,7 +80,14 @@ class EngineProfile(Strict):
     seq_overhead : float
         Host time per sequence scheduled in a step [s]. Accepts ``"20 us"``.
     kv_capacity_fraction : float
-        Fraction of the step model's ``kv_capacity_tokens`` the engine may use (1.0 = all).
+        Fraction of the KV tokens (engine rule or step model) the engine may use (1.0 = all).
+    gpu_memory_utilization : float, optional
+        vLLM: share of the device's total memory for weights, activations and KV pool (default 0.9).
+    mem_fraction_static : float or "auto", optional
+        SGLang: share of total memory for weights and KV pool; ``"auto"`` = SGLang's rule by memory and
+        parallel size (:func:`perfmodel.engine.kv_memory.sglang_mem_fraction`).
+    free_gpu_memory_fraction : float, optional
+        TensorRT-LLM: share of the memory free after weights and activations that the KV pool takes.
     backend : {"vllm", "sglang", "trtllm"} or None
         Serving engine whose terms fitted on measured runs apply to this profile
         (:class:`perfmodel.engine.Engine`); None = no fitted terms (an uncalibrated profile).
@@ -96,6 +111,9 @@ class EngineProfile(Strict):
     step_overhead: float = 0.0
     seq_overhead: float = 0.0
     kv_capacity_fraction: float = Field(default=1.0, gt=0.0, le=1.0)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
+    mem_fraction_static: float | Literal["auto"] | None = None
+    free_gpu_memory_fraction: float | None = Field(default=None, gt=0.0, le=1.0)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("step_overhead", "seq_overhead", mode="before")
@@ -109,6 +127,14 @@ class EngineProfile(Strict):
         if unknown:
             raise ValueError(f"sources: keys {sorted(unknown)} are not fields of an engine profile; "
                              f"allowed: {', '.join(sorted(type(self).model_fields))}")
+        fractions = [f for f in MEMORY_FIELDS if getattr(self, f) is not None]
+        if len(fractions) > 1:
+            raise ValueError(f"{' and '.join(fractions)}: set at most one memory fraction (each is one engine's "
+                             "rule: vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
+                             "free_gpu_memory_fraction)")
+        m = self.mem_fraction_static
+        if isinstance(m, float) and not 0.0 < m <= 1.0:
+            raise ValueError(f"mem_fraction_static: must be within (0, 1] or 'auto', got {m!r}")
         return self
 
     def defaults_table(self) -> list[dict[str, Any]]:
@@ -116,7 +142,7 @@ class EngineProfile(Strict):
         rows = []
         for name in ("policy", "chunked_prefill", "max_num_batched_tokens", "max_num_seqs",
                      "kv_block_size", "kv_admission", "step_overhead", "seq_overhead",
-                     "kv_capacity_fraction"):
+                     "kv_capacity_fraction", *MEMORY_FIELDS):
             rows.append({"field": name, "value": getattr(self, name),
                          "source": self.sources.get(name, "")})
         return rows

@@ -94,6 +94,9 @@ class EngineStep:
 
     #: Marks a model that already carries engine step terms (they are never applied twice).
     engine_terms: EngineCalibration
+    #: How the engine split a device's memory (:class:`perfmodel.engine.kv_memory.EngineMemory`), when
+    #: its rule set ``kv_capacity_tokens``; None: the device model's capacity.
+    engine_memory: Any = None
 
     def __init__(self, device_model: Any, terms: EngineCalibration, small_m_model: Any = None,
                  spec: Any = None) -> None:
@@ -118,7 +121,7 @@ class EngineStep:
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("device_model", "engine_terms", "small_m_model", "spec",
-                                              "draft_model"):
+                                              "draft_model", "engine_memory"):
             raise AttributeError(name)
         return getattr(self.device_model, name)
 

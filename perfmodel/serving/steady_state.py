@@ -38,7 +38,9 @@ W is the wait for the step in progress: a whole decode step T(n, c̄, 0, 0) in a
 think time (the completion that triggers the next request is the boundary where the next step
 starts), TPOT/2 with think time. Closing the loop (Little's law): throughput X = n/((O − 1)·TPOT) and
 C = X·(TTFT + (O − 1)·TPOT + Z), solved for n by damped fixed-point iteration; n is capped by
-``max_num_seqs``, the KV capacity (n·c̄ tokens on demand, n·(I + O) reserved) and the prefill budget
+``max_num_seqs``, the KV capacity (n·(c̄ + (b − 1)/2) tokens on demand, n·⌈(I + O)/b⌉·b reserved, with b
+the engine's ``kv_block_size`` and the capacity as the engine sizes its pool,
+:mod:`perfmodel.engine.kv_memory`) and the prefill budget
 (p̄ ≤ B − n). When a cap binds the clients that do not fit wait: TTFT = C/X − (O − 1)·TPOT − Z.
 
 Assumption: arrivals are spread over the request cycle. Clients that all start at once with fixed
@@ -192,7 +194,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     Q0 = np.floor(hit * Isl)   # cached prompt tokens: attended, not computed
     Inew = Isl - Q0            # prompt tokens computed
     kv_cap = np.asarray(model.kv_capacity_tokens, dtype=float) * eng.kv_capacity_fraction
-    per_seq_kv = (Isl + Osl) if eng.kv_admission == "reserve_full" else cbar
+    # KV blocks of bs tokens: a reserved request holds ceil((I + O)/bs) whole blocks; a growing one
+    # wastes half a block on average besides its mean context
+    bs = float(eng.kv_block_size)
+    per_seq_kv = np.ceil((Isl + Osl) / bs) * bs if eng.kv_admission == "reserve_full" else cbar + (bs - 1) / 2
     caps = {
         "max_num_seqs": float(eng.max_num_seqs) * S,
         "kv_cache": kv_cap / per_seq_kv,

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..engine.calibration import EngineCalibration, presets
 from ..engine.engine import Engine
+from ..engine.kv_memory import engine_kv_tokens
 from ..errors import PerfmodelError
 from ..progress import Bar
 from ..serving import EngineProfile, steady_state
@@ -42,7 +43,8 @@ DISAGG_ITERATIONS = 40
 def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.ndarray:
     """Rows whose KV capacity could cap the decode batch below their concurrency."""
     isl, osl = rows["isl"].to_numpy(float), np.maximum(rows["osl"].to_numpy(float), 2.0)
-    per_seq = isl + osl if eng.kv_admission == "reserve_full" else isl + osl / 2.0
+    # one whole block more than the steady state counts per sequence: rows near the cap keep it
+    per_seq = (isl + osl if eng.kv_admission == "reserve_full" else isl + osl / 2.0) + eng.kv_block_size
     return rows["concurrency"].to_numpy(float) > capacity * eng.kv_capacity_fraction / per_seq
 
 
@@ -138,9 +140,10 @@ class ServingProblem:
     def _tabulate(key: tuple, rows: pd.DataFrame, cache: StepModelCache, engines: dict, skipped: list,
                   parts: dict, keep: list) -> None:
         """Tabulate one configuration's rows (appends to ``parts`` and ``keep``, or to ``skipped``)."""
+        eng = engines[key[-1]]
         try:
             sm = cache.get(key[:-1])
-            capacity = float(sm.kv_capacity_tokens)
+            capacity = float(sm.kv_capacity_tokens) and engine_kv_tokens(sm, eng)
         except PerfmodelError as exc:
             capacity, sm = 0.0, None
             reason = f"step model error: {exc}"
@@ -150,7 +153,6 @@ class ServingProblem:
             skipped.extend({"row": r, "id": i, "reason": reason} for r, i in zip(rows["row"], rows["id"],
                                                                                  strict=True))
             return
-        eng = engines[key[-1]]
         isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
         p_max = np.maximum(isl, eng.max_num_batched_tokens * rows["dp"].to_numpy(float))
         tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,

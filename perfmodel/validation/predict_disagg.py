@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..deployment.disagg import request_kv_transfer_time
 from ..engine.engine import Engine
+from ..engine.kv_memory import engine_kv_tokens
 from ..errors import PerfmodelError
 from ..serving import steady_state_disagg
 from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
@@ -95,8 +96,8 @@ def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
                                     layers=psm.model.num_layers, small_m_model=cache.small_m_variant(prefill_key)),
             "decode": build_tables(dsm, isl, osl, conc, 2 * ones, layers=dsm.model.num_layers,
                                    small_m_model=cache.small_m_variant(decode_key)),
-            "prefill_capacity": float(psm.kv_capacity_tokens) * ones,
-            "decode_capacity": float(dsm.kv_capacity_tokens) * ones,
+            "prefill_capacity": engine_kv_tokens(psm, engines[backend]) * ones,
+            "decode_capacity": engine_kv_tokens(dsm, engines[backend]) * ones,
             "clients": conc * d_workers, "isl": isl, "osl": osl, "prefill_replicas": p_workers * ones,
             "decode_replicas": d_workers * ones, "kv_transfer_s": tkv,
             "prefill_schedulers": float(first["p_dp"]) * ones, "decode_schedulers": float(first["dp"]) * ones})

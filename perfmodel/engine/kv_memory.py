@@ -1,0 +1,199 @@
+r"""The KV-cache pool as each serving engine sizes it at start-up, and what it holds.
+
+Every engine splits a device's memory M (the total the driver reports, :func:`device_memory`) into
+weights W, an activation workspace A, runtime buffers R and the KV pool; they differ in which share
+they take and of what (bytes per device):
+
+``vllm`` (``gpu_memory_utilization`` u, default 0.9 of *total* memory; vLLM V1
+``Worker.determine_available_memory``): the profiling run at ``max_num_batched_tokens`` B measures the
+activation peak, a dummy sampler run over ``max_num_seqs`` S sequences the logits:
+
+.. math:: K = u\,M - W - A(B) - 2\cdot 4\,V\,S - R
+
+``sglang`` (``mem_fraction_static`` f of total memory holds weights + KV pool;
+``ServerArgs._handle_gpu_memory_settings`` derives f from M when it is not given, :func:`sglang_mem_fraction`):
+
+.. math:: K = f\,M - W - R
+
+``trtllm`` (``free_gpu_memory_fraction`` φ, default 0.9 of the memory *free* after the weights and a
+profiling forward at ``max_num_tokens``; ``KvCacheConfig``):
+
+.. math:: K = \varphi\,(M - W - A(B) - R)
+
+A(T) is :func:`perfmodel.core.memory.workspace_bytes`, V the vocabulary (fp32 logits and one copy),
+R = :data:`RUNTIME_BYTES` (CUDA context, NCCL and library workspaces: an assumption). CUDA-graph memory
+does not reduce K in any of the three as modelled: vLLM before 0.19 and TensorRT-LLM capture their graphs
+after sizing the pool, from the memory left outside it; SGLang's rule reserves them inside 1 − f.
+
+The pool holds :math:`N = \lfloor K / (b\,k) \rfloor\, b` tokens per attention rank (k bytes per token on
+the device, b = ``kv_block_size``), times the attention-DP ranks per replica. A sequence of L tokens
+occupies :math:`\lceil L / b \rceil` blocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..core.memory import kv_bytes_per_token_device, weights_per_device, workspace_bytes
+from ..fileio import read_yaml
+
+MIB = float(1 << 20)
+GIB = float(1 << 30)
+#: Memory per device outside the weights, activations and KV pool before the pool is sized: CUDA
+#: context, NCCL buffers, cuBLAS/attention workspaces [B]. Assumption (engine logs show 0.3-1.5 GiB).
+RUNTIME_BYTES = 1.0 * GIB
+#: Bytes per logit in the sampler's profiling run (fp32) times the copies alive at its peak.
+LOGIT_BYTES = 4.0 * 2.0
+
+
+@functools.cache
+def _device_table() -> dict[str, dict[str, Any]]:
+    path = resources.files("perfmodel") / "data" / "engine_memory" / "device_memory.yaml"
+    return read_yaml("data/engine_memory/device_memory.yaml", path.read_text(encoding="utf-8"))["devices"]
+
+
+def device_memory(hardware: Any) -> tuple[float, str]:
+    """Device memory the engine sees [B] and where the figure comes from.
+
+    The driver's total for the parts listed in ``perfmodel/data/engine_memory/device_memory.yaml``
+    (NVIDIA's "80 GB" etc. are GiB); the accelerator spec's capacity otherwise.
+    """
+    row = _device_table().get(hardware.id)
+    if row is not None:
+        return float(row["bytes"]), row["source"]
+    return float(hardware.memory_capacity), f"{hardware.id} spec memory capacity"
+
+
+def sglang_mem_fraction(device_bytes: float, tp: int, pp: int = 1, dp: int = 1,
+                        chunked_prefill_size: int | None = None, spec_decode: bool = False) -> float:
+    """SGLang's default ``mem_fraction_static`` for a device of ``device_bytes`` [B].
+
+    Rule of ``sglang/srt/server_args.py`` ``ServerArgs._handle_gpu_memory_settings`` (v0.5.x), memory in
+    MiB: the capacity tier sets ``chunked_prefill_size`` c and ``cuda_graph_max_bs`` g (< 90 GiB and
+    < 160 GiB: c = 8192, g = 256 for tp < 4 else 512; above: c = 16384, g = 512), then
+
+    .. math:: r = 512 + 1.5\\,\\max(c, 2048) + 2g + 1024\\,tp\\,pp/8 \\;[+\\, 3 g\\,dp \\;+\\, 1.5 g\\,dp
+              \\text{ if } g > 300 \\text{, with attention DP}],\\quad f = (M - \\max(r, 10240)) / M
+
+    (the 10 GiB floor applies above 60 GiB; 2 GiB more for an EAGLE/MTP draft). ``tp`` is SGLang's
+    tp_size: every GPU of the replica, attention-DP ranks included. Rounded to 3 decimals as SGLang does.
+    """
+    mem = device_bytes / MIB
+    if mem < 60 * 1024:
+        c, g = 4096, 32 if tp < 4 else 160
+    elif mem < 160 * 1024:
+        c, g = 8192, 256 if tp < 4 else 512
+    else:
+        c, g = 16384, 512
+    c = chunked_prefill_size or c
+    reserved = 512 + 1.5 * max(c, 2048) + 2 * g + tp * pp / 8 * 1024
+    if dp > 1:
+        reserved += 3 * g * dp + (1.5 * g * dp if g > 300 else 0.0)
+    if mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if spec_decode:
+        reserved += 2 * 1024
+    return round((mem - reserved) / mem, 3)
+
+
+@dataclass(frozen=True)
+class EngineMemory:
+    """One device's memory as the engine splits it [B], and the KV tokens of the replica.
+
+    Attributes
+    ----------
+    rule : str
+        Which engine rule and fraction (``"vllm gpu_memory_utilization=0.9"``).
+    device_bytes, fraction : float
+        Memory M the engine sees [B] and its fraction (u, f or φ).
+    weights, activations, runtime : float
+        W, A (+ sampler logits for vLLM) and R [B].
+    kv_pool : float
+        K [B] (0 when nothing is left).
+    kv_bytes_per_token : float
+        Bytes one token takes on one device [B].
+    block_size : int
+        Tokens per KV block.
+    kv_tokens : float
+        Tokens the replica's pool holds (whole blocks, all attention-DP ranks).
+    source : str
+        Where M comes from.
+    """
+
+    rule: str
+    device_bytes: float
+    fraction: float
+    weights: float
+    activations: float
+    runtime: float
+    kv_pool: float
+    kv_bytes_per_token: float
+    block_size: int
+    kv_tokens: float
+    source: str
+
+    def max_sequences(self, tokens_per_sequence: float) -> int:
+        """Sequences of ``tokens_per_sequence`` tokens the pool holds at once (whole blocks each)."""
+        b = self.block_size
+        return int(self.kv_tokens // b // math.ceil(tokens_per_sequence / b)) if tokens_per_sequence > 0 else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def memory_rule(profile: Any) -> tuple[str, Any] | None:
+    """(field, value) of the memory fraction an engine profile sets, or None (use the step model's)."""
+    for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
+        value = getattr(profile, name, None)
+        if value is not None:
+            return name, value
+    return None
+
+
+def engine_memory(step_model: Any, profile: Any, spec_decode: bool = False) -> EngineMemory | None:
+    """How ``profile``'s engine splits the memory of one device of ``step_model`` (module docstring).
+
+    None when the profile sets no memory fraction or the step model is not a first-principles one
+    (no ``model``/``parallel``/``precision``/``hardware``): callers then use its ``kv_capacity_tokens``.
+    """
+    rule = memory_rule(profile)
+    if rule is None or not all(hasattr(step_model, a) for a in ("model", "parallel", "precision", "hardware")):
+        return None
+    model, par, prec = step_model.model, step_model.parallel, step_model.precision
+    m, source = device_memory(step_model.hardware)
+    w = weights_per_device(model, par, prec)
+    runtime = RUNTIME_BYTES
+    name, value = rule
+    if name == "mem_fraction_static":
+        frac = sglang_mem_fraction(m, par.tp * par.dp_attention, par.pp, par.dp_attention,
+                                   spec_decode=spec_decode) if value == "auto" else float(value)
+        act = 0.0
+        pool = frac * m - w - runtime
+    else:
+        frac = float(value)
+        act = float(workspace_bytes(model, par, prec, float(profile.max_num_batched_tokens)))
+        if name == "gpu_memory_utilization":
+            act += LOGIT_BYTES * model.vocab_size * profile.max_num_seqs
+            pool = frac * m - w - act - runtime
+        else:
+            pool = frac * (m - w - act - runtime)
+    pool = max(pool, 0.0)
+    per_token = float(kv_bytes_per_token_device(model, par, prec, 1.0, state=False))
+    b = int(profile.kv_block_size)
+    tokens = math.floor(pool / (per_token * b)) * b * par.dp_attention if per_token > 0 else np.inf
+    label = f"{profile.backend or profile.name} {name}={frac:g}" + (" (SGLang's default rule)" if value == "auto" else "")
+    return EngineMemory(label, m, frac, w, act, runtime, pool, per_token, b, float(tokens), source)
+
+
+def engine_kv_tokens(step_model: Any, profile: Any) -> float:
+    """KV tokens of a replica as ``profile``'s engine sizes its pool (:func:`engine_memory`), or the step
+    model's ``kv_capacity_tokens`` where the engine sets no memory fraction or the step model is not a
+    first-principles one."""
+    mem = engine_memory(step_model, profile)
+    return float(step_model.kv_capacity_tokens) if mem is None else mem.kv_tokens
