@@ -6,8 +6,8 @@ Usage::
     python scripts/make_validation_report.py --quick    # no cross-validation (report marks it missing)
 
 Writes ``perfmodel/data/engines_fit/calibrated.yaml`` (fitted engine parameters with provenance and
-cross-validated errors), ``docs/validation.md`` and ``docs/img/validation_*.png``. Every number in the
-report is computed here from ``perfmodel/data/validation/*.csv``; the findings section interprets them.
+cross-validated errors), ``docs/validation.md``, ``docs/img/validation_*.png`` and
+``docs/img/capacity_cliff.png`` (``scripts/capacity_cliff.py``). Every number in the report is computed here from ``perfmodel/data/validation/*.csv``; the findings section interprets them.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from perfmodel.validation.published import validate_published
 from perfmodel.validation.run import published_summary, serving_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # research/ sits beside the package
+import capacity_cliff  # noqa: E402 (scripts/capacity_cliff.py, beside this script)
+
 from research.attainable import (  # noqa: E402 (after the path is set)
     OFFSET_GROUPINGS,
     SWEEP_COLUMNS,
@@ -272,6 +274,7 @@ def write_report(o: dict, findings: str) -> None:
         rep.markdown_table(rep.group_rows(scored.assign(backend_version=scored["backend_version"].fillna("?")),
                                           ["backend", "backend_version"], min_rows=10)), "",
         "## How low the error can go on this data\n", _attainable_section(_scored(r.train)), "",
+        _capacity_cliff_section(),
         "## Findings and hypotheses\n", findings, "",
         "## Published static-batch figures (TensorRT-LLM performance docs, clean rows)\n",
         _published_section(o), "",
@@ -280,6 +283,13 @@ def write_report(o: dict, findings: str) -> None:
         "## Method\n", METHOD,
     ]
     DOC.write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def _capacity_cliff_section() -> str:
+    """Capacity cliffs: errors and the plot of ``scripts/capacity_cliff.py`` (its own predictions)."""
+    p, table = capacity_cliff.predict()
+    capacity_cliff.plot(p, capacity_cliff.IMG)
+    return capacity_cliff.section(p, table)
 
 
 def _attainable_section(train: pd.DataFrame) -> str:
@@ -414,8 +424,10 @@ def findings_text(d: dict) -> str:
    length also depends on the output length (1024/1024 runs ≈ 1.1× the 1024/8192 runs at equal
    concurrency, up to 4×), which no term here explains.
 5. **KV cache on demand is admission, not waiting, in vLLM/SGLang.** `steady_state` caps the decode batch
-   by the KV capacity and makes the other clients wait; on-demand engines admit the prompt and preempt
-   later, so the measured TTFT of KV-pressured runs stays small while TPOT rises. The KV-format choice
+   by the KV pool each engine sizes (`perfmodel/engine/kv_memory.py`, section "Capacity cliffs") and makes
+   the other clients wait; on-demand engines admit the prompt and preempt later, so the measured TTFT of
+   KV-pressured runs often stays small while TPOT rises (and some vLLM sweeps jump where C·(I + O), not
+   C·(I + O/2), meets the pool). The KV-format choice
    (FP8 KV with FP8/NVFP4 weights in all engines: ModelOpt checkpoints declare `kv_cache_quant_algo: FP8`)
    is also what keeps long-context vLLM runs out of this regime; with bf16 KV, Llama-3.1-70B FP8 on one
    B200 at C = 64, 1024/8192 is predicted at 76 s TTFT against 0.38 s measured.

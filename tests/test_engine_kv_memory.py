@@ -109,3 +109,13 @@ def test_device_memory_figures_match_their_source():
         quoted = re.search(r"mem_capacity: (\d+) # (\d+)(GiB|MiB)", row["source"])
         assert quoted and int(quoted.group(1)) == row["bytes"]
         assert row["bytes"] == int(quoted.group(2)) * (2**30 if quoted.group(3) == "GiB" else 2**20)
+
+
+def test_sglang_default_rule_without_room_falls_back():
+    """At attention-DP 72 SGLang's padding term alone (3*512*72 + 1.5*512*72 MiB) exceeds a GB200's memory:
+    the default rule cannot be what such a run used, so the step model's capacity stands."""
+    sm72 = StepModel("deepseek-r1", "gb200", tp=1, dp_attention=72, weights="fp8", kv_cache="fp8")
+    assert sglang_mem_fraction(198_674_743_296, tp=72, dp=72) < 0.2
+    assert engine_memory(sm72, load_engine("sglang")) is None
+    assert engine_memory(sm72, load_engine("sglang", mem_fraction_static=0.8)).kv_tokens > 0
+    assert Engine.load("sglang").step(sm72).kv_capacity_tokens == sm72.kv_capacity_tokens

@@ -161,6 +161,9 @@ def engine_memory(step_model: Any, profile: Any, spec_decode: bool = False) -> E
 
     None when the profile sets no memory fraction or the step model is not a first-principles one
     (no ``model``/``parallel``/``precision``/``hardware``): callers then use its ``kv_capacity_tokens``.
+    None too where SGLang's default rule (``mem_fraction_static: auto``) leaves no room for the KV pool
+    (its attention-DP padding grows with the DP size: at DP 72 it exceeds a GB200's memory): SGLang would
+    not start, so a run that did set the fraction itself, and the step model's reserve stands in for it.
     """
     rule = memory_rule(profile)
     if rule is None or not all(hasattr(step_model, a) for a in ("model", "parallel", "precision", "hardware")):
@@ -175,6 +178,8 @@ def engine_memory(step_model: Any, profile: Any, spec_decode: bool = False) -> E
                                    spec_decode=spec_decode) if value == "auto" else float(value)
         act = 0.0
         pool = frac * m - w - runtime
+        if value == "auto" and pool <= 0:
+            return None
     else:
         frac = float(value)
         act = float(workspace_bytes(model, par, prec, float(profile.max_num_batched_tokens)))

@@ -1,0 +1,186 @@
+"""Capacity cliffs: measured vs predicted TTFT against concurrency where a sweep's TTFT jumps.
+
+A *cliff sweep* is an aggregated sweep (model, system, engine, precision, layout, ISL/OSL) with a row
+whose measured TTFT is at least 5 s and at least 5x that of the next-lower concurrency. The script predicts
+every row of the (model, system, engine) groups that hold a cliff sweep with the validated pipeline
+(:func:`perfmodel.validation.run.validate_serving`: calibrated per-op profiles, fitted engine terms, each
+engine's KV pool from :mod:`perfmodel.engine.kv_memory`), prints the TTFT error on the cliff sweeps, on
+their rows at and past the jump and on all rows of the groups (rows flagged anomalous left out), and
+draws the cliff sweeps to ``docs/img/capacity_cliff.png``.
+
+Usage::
+
+    python scripts/capacity_cliff.py [--write-doc] [--csv predictions.csv]
+
+``--write-doc`` replaces the capacity-cliff section of ``docs/validation.md`` (between its markers; before
+"Findings and hypotheses" if absent), the same section ``scripts/make_validation_report.py`` writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfmodel.validation.data import shipped_path  # noqa: E402
+from perfmodel.validation.run import validate_serving  # noqa: E402
+
+SWEEP = ["model_path", "system", "backend", "precision", "tp_size", "pp_size", "attention_dp_size",
+         "moe_ep_size", "isl", "osl"]
+#: A jump: measured TTFT >= JUMP_S and >= JUMP_RATIO x the previous concurrency's.
+JUMP_S, JUMP_RATIO = 5.0, 5.0
+
+
+def cliff_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """Rows of the (model, system, engine) groups holding a cliff sweep; ids of the cliff sweeps' rows;
+    ids of their rows at and past the first jump."""
+    agg = df[df["mode"] == "agg"].copy()
+    agg["clients"] = agg["silicon_data_source"].str.extract(r"silicon_concurrency=(\d+)")[0].astype(float)
+    sweep_ids, past_ids, groups = [], [], set()
+    for key, g in agg.groupby(SWEEP, dropna=False):
+        g = g.sort_values("clients")
+        t = g["silicon_ttft_ms"].to_numpy() / 1e3
+        jump = (t[1:] >= JUMP_S) & (t[1:] >= JUMP_RATIO * t[:-1])
+        if len(g) > 1 and jump.any():
+            first = int(np.argmax(jump)) + 1
+            sweep_ids += list(g["id"])
+            past_ids += list(g["id"].iloc[first:])
+            groups.add(key[:3])
+    keep = [tuple(r) in groups for r in agg[["model_path", "system", "backend"]].itertuples(index=False)]
+    return agg[keep].drop(columns="clients"), sweep_ids, past_ids
+
+
+DOC = ROOT / "docs" / "validation.md"
+IMG = ROOT / "docs" / "img" / "capacity_cliff.png"
+OPEN, CLOSE = "<!-- capacity-cliff -->", "<!-- end capacity-cliff -->"
+
+
+def stats(p: pd.DataFrame) -> dict:
+    """Rows, median / p90 absolute and median signed TTFT error [%]."""
+    ratio = p["predicted_ttft_s"] / p["measured_ttft_s"] - 1.0
+    e = 100 * ratio.abs()
+    return {"rows": len(p), "median": float(np.median(e)), "p90": float(np.percentile(e, 90)),
+            "signed": float(100 * np.median(ratio))}
+
+
+def predict() -> tuple[pd.DataFrame, list[tuple[str, dict]]]:
+    """Predictions of the cliff groups' rows and the error table (label, stats) on rows not flagged."""
+    rows, sweep_ids, past_ids = cliff_rows(pd.read_csv(shipped_path()))
+    p = validate_serving(rows).predictions
+    p["anomaly"] = p["anomaly"].fillna("")
+    p["cliff_sweep"] = p["id"].isin(sweep_ids)
+    ok = p[p["anomaly"] == ""]
+    table = [("cliff sweeps, all rows", stats(ok[ok["cliff_sweep"]])),
+             ("cliff sweeps, rows at and past the jump", stats(ok[ok["id"].isin(past_ids)])),
+             ("all rows of the (model, system, engine) groups", stats(ok))]
+    table += [(f"  of which {b}", stats(g)) for b, g in ok.groupby("backend")]
+    return p, table
+
+
+def section(p: pd.DataFrame, table: list[tuple[str, dict]]) -> str:
+    """The Markdown section of docs/validation.md (between its markers)."""
+    sweeps = p[p["cliff_sweep"]].groupby(["model", "hardware", "backend", "tp", "dp", "ep", "weights", "isl",
+                                          "osl"]).ngroups
+    lines = [OPEN, "## Capacity cliffs\n",
+             f"Sweeps whose measured TTFT jumps (a row ≥ {JUMP_S:g} s and ≥ {JUMP_RATIO:g}× the next-lower "
+             f"concurrency's): {sweeps} aggregated sweeps. Each engine's KV pool is sized as the engine "
+             "does it (`perfmodel/engine/kv_memory.py`: vLLM `gpu_memory_utilization` of the device's total "
+             "memory less weights, profiling-run activations and sampler logits; SGLang `mem_fraction_static` "
+             "by its own default rule less weights; TensorRT-LLM `free_gpu_memory_fraction` of the memory "
+             "free after weights and activations; the device memory the driver reports), in whole "
+             "`kv_block_size` blocks; TensorRT-LLM reserves prompt + output per request, vLLM and SGLang hold "
+             "the mean context. Past the cap the other clients queue (Little's law in `steady_state`). "
+             "Errors (rows not flagged anomalous; `python scripts/capacity_cliff.py`):\n",
+             "| rows | n | TTFT median abs % | TTFT p90 abs % | TTFT median signed % |", "|---|---|---|---|---|"]
+    lines += [f"| {label} | {s['rows']} | {s['median']:.1f} | {s['p90']:.1f} | {s['signed']:+.1f} |"
+              for label, s in table]
+    lines += ["", "![capacity cliffs](img/capacity_cliff.png)\n",
+              "Blue squares: the KV cache caps the predicted decode batch. TensorRT-LLM's cliffs fall where "
+              "C·⌈(I + O)/b⌉·b meets the pool. Cliffs the model misses: vLLM runs whose C·(I + O) exceeds "
+              "the pool while C·(I + O/2) does not (Llama-3.1-70B FP8 on 2×H100 at C = 64, 1024/8192: "
+              "30.8 s measured, 0.45 s predicted) — clients that start together grow in phase and the engine preempts; "
+              "counting I + O per sequence for every on-demand engine instead does not lower the error "
+              "on these groups, since other vLLM and SGLang sweeps stay flat well past that point; and "
+              "jumps far from any memory limit (gpt-oss-120b at C = 512, GLM-5 at C = 64), where the "
+              "pool the model computes holds 1.3× (GLM-5, 8192/1024) to 20× (gpt-oss-120b on 8×H100) the "
+              "clients' mean context.", CLOSE]
+    return "\n".join(lines) + "\n"
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    if OPEN in doc:
+        head, rest = doc.split(OPEN, 1)
+        doc = head + text + rest.split(CLOSE, 1)[1].lstrip("\n")
+    else:
+        anchor = "## Findings and hypotheses"
+        doc = doc.replace(anchor, text + "\n" + anchor, 1) if anchor in doc else doc + "\n" + text
+    DOC.write_text(doc, encoding="utf-8")
+
+
+def plot(p: pd.DataFrame, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sweeps = [g for _, g in p[p["cliff_sweep"]].groupby(["model", "hardware", "backend", "tp", "dp", "ep",
+                                                           "weights", "isl", "osl"]) if len(g) > 1]
+    cols = 4
+    rows = -(-len(sweeps) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, g in zip(axes.ravel(), sweeps, strict=False):
+        g = g.sort_values("concurrency")
+        r = g.iloc[0]
+        flagged = g["anomaly"] != ""
+        ax.plot(g["concurrency"], g["measured_ttft_s"], "o-", color="k", label="measured")
+        ax.plot(g["concurrency"], g["predicted_ttft_s"], "s--", color="tab:red", label="predicted")
+        ax.plot(g["concurrency"][flagged], g["measured_ttft_s"][flagged], "x", color="tab:orange", ms=10,
+                label="flagged anomalous")
+        kv = g["limited_by"] == "kv_cache"
+        ax.plot(g["concurrency"][kv], g["predicted_ttft_s"][kv], "s", color="tab:blue", label="KV cache binds")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{r['model']} {r['weights']} {r['hardware']} {r['backend']}\n"
+                     f"tp{r['tp']} dp{r['dp']} ep{r['ep']}, {int(r['isl'])}/{int(r['osl'])}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("concurrency (clients per replica)", fontsize=7)
+        ax.set_ylabel("mean TTFT [s]", fontsize=7)
+    for ax in axes.ravel()[len(sweeps):]:
+        ax.axis("off")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=4, fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(IMG))
+    ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--write-doc", action="store_true", help="update the section of docs/validation.md")
+    args = ap.parse_args(argv)
+    p, table = predict()
+    for label, s in table:
+        print(f"{label:<48} {s['rows']:4d} rows: TTFT median {s['median']:5.1f} %, p90 {s['p90']:6.1f} %, "
+              f"median signed {s['signed']:+6.1f} %")
+    if args.csv:
+        p.to_csv(args.csv, index=False)
+    plot(p, Path(args.out))
+    print(f"wrote {args.out}")
+    if args.write_doc:
+        write_doc(section(p, table))
+        print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
