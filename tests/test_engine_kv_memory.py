@@ -119,3 +119,15 @@ def test_sglang_default_rule_without_room_falls_back():
     assert engine_memory(sm72, load_engine("sglang")) is None
     assert engine_memory(sm72, load_engine("sglang", mem_fraction_static=0.8)).kv_tokens > 0
     assert Engine.load("sglang").step(sm72).kv_capacity_tokens == sm72.kv_capacity_tokens
+
+
+def test_estimate_reports_the_pool_and_takes_the_flag(sm, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    expected = engine_memory(sm, load_engine("vllm", gpu_memory_utilization=0.5)).kv_tokens
+    assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm",
+                 "--precision", "bf16", "--concurrency", "8", "--isl", "1024", "--osl", "256",
+                 "--gpu-memory-utilization", "0.5", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_cache_tokens"] == expected

@@ -87,7 +87,8 @@ def run(args) -> int:
     columns = ["rate" if args.rate is not None else "concurrency", *TABLE_COLUMNS]
     first = out.iloc[0]
     meta = {"mode": first["mode"], "gpus": int(first["gpus"]), "weights": first["weights"],
-            "kv_cache": first["kv_cache"], "efficiency_profile": first["efficiency_profile"],
+            "kv_cache": first["kv_cache"], "kv_cache_tokens": int(first["kv_cache_tokens"]),
+            "efficiency_profile": first["efficiency_profile"],
             "engine_calibration": first["engine_calibration"], "engine": first["engine"], "path": first["path"],
             "error": "see docs/validation.md (cross-validated error of this pipeline on measured runs)"}
     points = out[columns].to_dict("records")

@@ -38,7 +38,6 @@ def register(sub) -> None:
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset; default none: "
                         "the bare kernel model")
     add_spec_decode_arg(p)
-    add_memory_fraction_args(p)
     add_prefix_hit_arg(p)
     p.add_argument("--devices", type=POSITIVE, default=None,
                    help="chips to use: pick the fastest layout (tp, pp, replicas) that fits and print it "
@@ -95,6 +94,9 @@ def serving_engine(args, default: str | None = "vllm", **overrides):
             overrides[field] = getattr(args, field)
     name = args.engine or default
     if name is None:
+        if overrides:
+            raise ConfigError(f"--{next(iter(overrides)).replace('_', '-')} needs a serving engine: add --engine "
+                              "vllm|sglang|trtllm")
         if args.spec_decode not in (None, "off"):
             raise ConfigError("--spec-decode needs a serving engine: add --engine vllm|sglang|trtllm")
         return None

@@ -116,8 +116,9 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         ``requests_per_s``, ``output_tokens_per_s`` (per replica, or the whole system when
         disaggregated), ``output_tokens_per_s_per_gpu``, ``gpus``, ``n_decode``, ``limited_by``
         (closed loop: ``clients``, ``max_num_seqs``, ``kv_cache``, ``prefill_budget`` or
-        ``prefill_pool``), ``path`` (``steady state`` or ``simulate``), the formats, the profiles and
-        ``engine`` (which engine and terms).
+        ``prefill_pool``), ``path`` (``steady state`` or ``simulate``), the formats, ``kv_cache_tokens``
+        (the (decode) replica's KV pool as the engine sizes it, :mod:`perfmodel.engine.kv_memory`), the
+        profiles and ``engine`` (which engine and terms).
     """
     from ..core.step import StepModel
     from ..engine.engine import Engine
@@ -213,6 +214,8 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     out["e2e_s"] = out["ttft_s"] + (osl - 1) * out["tpot_s"]
     out["output_tokens_per_s"] = out["requests_per_s"] * osl
     out["output_tokens_per_s_per_gpu"] = out["output_tokens_per_s"] / gpus
-    return out.assign(gpus=gpus, weights=weights, kv_cache=kv, mode="agg" if prefill is None else "disagg",
+    kv_tokens = float(served.step(decode).kv_capacity_tokens) * served.profile.kv_capacity_fraction
+    return out.assign(gpus=gpus, weights=weights, kv_cache=kv, kv_cache_tokens=kv_tokens,
+                      mode="agg" if prefill is None else "disagg",
                       efficiency_profile=decode.efficiency.name, engine=served.label,
                       engine_calibration=calibration if served.calibrated else "none (uncalibrated engine)")
