@@ -67,8 +67,9 @@ def test_decode_pool_caps_bind():
     s = ConstantStepModel(0.01, kv_capacity_tokens=20_000)
     eng = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0)
     r = steady_state_disagg(s, s, 500, 1000, 1001, prefill_engine=eng, decode_replicas=2)
-    # on-demand KV: I + O/2 = 1500.5 tokens per sequence, the engine's usable fraction of the pool
-    assert float(r.n_decode) == pytest.approx(20_000 * eng.kv_capacity_fraction / 1500.5, rel=1e-3)
+    # on-demand KV: I + O/2 = 1500.5 tokens per sequence and half a 16-token block of its last block,
+    # the engine's usable fraction of the pool
+    assert float(r.n_decode) == pytest.approx(20_000 * eng.kv_capacity_fraction / (1500.5 + 7.5), rel=1e-3)
     assert str(r.limited_by) == "kv_cache"
 
 

@@ -119,7 +119,8 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     late = p_engine.terms.first_token_steps   # the client sees its tokens this many steps late
     others = np.maximum(C / D - 1.0, 0.0) / np.maximum(C / D, 1.0)   # other clients of a decode replica
     cbar = Isl + Osl / 2.0
-    per_seq_kv = (Isl + Osl) if de.kv_admission == "reserve_full" else cbar
+    bs = float(de.kv_block_size)   # whole blocks, as in steady_state
+    per_seq_kv = np.ceil((Isl + Osl) / bs) * bs if de.kv_admission == "reserve_full" else cbar + (bs - 1) / 2
     caps = {"max_num_seqs": float(de.max_num_seqs) * Sd,
             "kv_cache": np.asarray(dm.kv_capacity_tokens, dtype=float) * de.kv_capacity_fraction / per_seq_kv}
     n_cap = np.minimum(*caps.values())
