@@ -22,8 +22,10 @@ profiling forward at ``max_num_tokens``; ``KvCacheConfig``):
 
 A(T) is :func:`perfmodel.core.memory.workspace_bytes`, V the vocabulary (fp32 logits and one copy),
 R = :data:`RUNTIME_BYTES` (CUDA context, NCCL and library workspaces: an assumption). CUDA-graph memory
-does not reduce K in any of the three as modelled: vLLM before 0.19 and TensorRT-LLM capture their graphs
-after sizing the pool, from the memory left outside it; SGLang's rule reserves them inside 1 − f.
+does not reduce K in any of the three as modelled: vLLM and TensorRT-LLM capture their graphs after sizing
+the pool, from the memory left outside it (vLLM counts them in the profile only with
+``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``, default 0 in ``vllm/envs.py``); SGLang's rule reserves them
+inside 1 − f.
 
 The pool holds :math:`N = \lfloor K / (b\,k) \rfloor\, b` tokens per attention rank (k bytes per token on
 the device, b = ``kv_block_size``), times the attention-DP ranks per replica. A sequence of L tokens
