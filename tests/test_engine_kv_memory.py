@@ -131,3 +131,15 @@ def test_estimate_reports_the_pool_and_takes_the_flag(sm, capsys):
                  "--precision", "bf16", "--concurrency", "8", "--isl", "1024", "--osl", "256",
                  "--gpu-memory-utilization", "0.5", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["kv_cache_tokens"] == expected
+
+
+def test_predict_with_an_engine_reports_its_pool(sm):
+    import perfmodel as pm
+
+    p = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=256, batch=[1],
+                   engine=Engine.load("trtllm", free_gpu_memory_fraction=0.5))
+    expected = engine_memory(sm, load_engine("trtllm", free_gpu_memory_fraction=0.5))
+    assert p.config["engine_kv_cache_tokens"] == expected.kv_tokens
+    assert p.config["engine_memory_rule"] == "trtllm free_gpu_memory_fraction=0.5"
+    assert p.records()[0]["engine_kv_cache_tokens"] == expected.kv_tokens
+    assert "engine_kv_cache_tokens" not in pm.predict("llama-3.1-8b", "h100-sxm", batch=[1]).records()[0]

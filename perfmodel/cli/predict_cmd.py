@@ -38,6 +38,7 @@ def register(sub) -> None:
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset; default none: "
                         "the bare kernel model")
     add_spec_decode_arg(p)
+    add_memory_fraction_args(p)
     add_prefix_hit_arg(p)
     p.add_argument("--devices", type=POSITIVE, default=None,
                    help="chips to use: pick the fastest layout (tp, pp, replicas) that fits and print it "

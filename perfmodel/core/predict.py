@@ -130,6 +130,8 @@ class Prediction:
             r["basis"] = self.config["basis"]
             r["engine"] = self.config.get("engine")
             r["spec_decode"] = self.config.get("spec_decode", "off")
+            if self.config.get("engine_kv_cache_tokens") is not None:
+                r["engine_kv_cache_tokens"] = self.config["engine_kv_cache_tokens"]
         return recs
 
     def breakdown(self) -> pd.DataFrame:
@@ -317,7 +319,10 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         without; :class:`perfmodel.engine.Engine`): TTFT and TPOT then come from the engine-aware step
         and include the engine's request terms (:mod:`perfmodel.engine.static`), the numbers the
         serving paths give for one request. None (default) is the bare kernel model, labelled
-        ``engine: none`` in ``config``. The breakdown is the bare kernel model's either way.
+        ``engine: none`` in ``config``. The breakdown is the bare kernel model's either way. ``config``
+        then also holds ``engine_kv_cache_tokens`` and ``engine_memory_rule``, the replica's KV pool as
+        the engine sizes it (:mod:`perfmodel.engine.kv_memory`); ``fits`` stays the static-batch
+        accounting with ``reserve``.
     prefix_hit_rate : float
         Share of each prompt found in the engine's prefix cache, [0, 1) (needs ``engine``): those
         tokens are attended, not computed.
@@ -396,6 +401,9 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     }
     if served is not None:
         config["basis"] += "+engine-fitted" if served.calibrated else "+engine-preset"
+        pool = served.memory(sm)   # the KV pool as the engine sizes it (None: no memory rule)
+        config["engine_kv_cache_tokens"] = None if pool is None else pool.kv_tokens
+        config["engine_memory_rule"] = None if pool is None else pool.rule
     out_tps = b * o / e2e
     return Prediction(
         batch=b, isl=i, osl=o, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
