@@ -4,9 +4,10 @@ Every engine splits a device's memory M (the total the driver reports, :func:`de
 weights W, an activation workspace A, runtime buffers R and the KV pool; they differ in which share
 they take and of what (bytes per device):
 
-``vllm`` (``gpu_memory_utilization`` u, default 0.9 of *total* memory; vLLM V1
-``Worker.determine_available_memory``): the profiling run at ``max_num_batched_tokens`` B measures the
-activation peak, a dummy sampler run over ``max_num_seqs`` S sequences the logits:
+``vllm`` (``gpu_memory_utilization`` u, default 0.9 of *total* memory; ``vllm/v1/worker/gpu_worker.py``
+``Worker.determine_available_memory``: requested memory u·M less weights, the torch peak increase and
+the non-torch increase of a profiling run): the run at ``max_num_batched_tokens`` B sets the activation
+peak, its dummy sampler run over ``max_num_seqs`` S sequences the logits:
 
 .. math:: K = u\,M - W - A(B) - 2\cdot 4\,V\,S - R
 
@@ -48,9 +49,10 @@ from ..fileio import read_yaml
 MIB = float(1 << 20)
 GIB = float(1 << 30)
 #: Memory per device outside the weights, activations and KV pool before the pool is sized: CUDA
-#: context, NCCL buffers, cuBLAS/attention workspaces [B]. Assumption (engine logs show 0.3-1.5 GiB).
+#: context, NCCL buffers, cuBLAS/attention workspaces [B]. An assumption, not measured here.
 RUNTIME_BYTES = 1.0 * GIB
-#: Bytes per logit in the sampler's profiling run (fp32) times the copies alive at its peak.
+#: Bytes per logit in the sampler's profiling run (fp32) times the copies alive at its peak (2: an
+#: assumption, logits and probabilities).
 LOGIT_BYTES = 4.0 * 2.0
 
 
