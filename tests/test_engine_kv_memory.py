@@ -106,7 +106,7 @@ def test_device_memory_figures_match_their_source():
     table = _device_table()
     assert {"h100-sxm", "h200-sxm", "b200", "gb200"} <= set(table)
     for row in table.values():
-        quoted = re.search(r"mem_capacity: (\d+) # (\d+)(GiB|MiB)", row["source"])
+        quoted = re.search(r"mem_capacity: (\d+) # (\d+) ?(GiB|MiB)", row["source"])
         assert quoted and int(quoted.group(1)) == row["bytes"]
         assert row["bytes"] == int(quoted.group(2)) * (2**30 if quoted.group(3) == "GiB" else 2**20)
 
