@@ -117,6 +117,7 @@ class Prediction:
         df = pd.DataFrame(cols)
         for k in ("model", "hardware", "devices", "parallel", "precision", "efficiency"):
             df[k] = self.config[k] if k != "devices" else self.devices
+        df["engine"] = self.config.get("engine")  # which serving engine's terms, for reports and titles
         return df
 
     def records(self) -> list[dict[str, Any]]:

@@ -22,6 +22,9 @@ import pandas as pd
 from ..plain import plain
 from .power import PoolPower
 
+#: Engine of every deployment result: deployments are not run through a serving engine.
+BARE_ENGINE = "none (bare kernel model)"
+
 
 @dataclass
 class PoolResult:
@@ -86,6 +89,7 @@ class DeploymentPrediction:
         df = pd.DataFrame({c: np.broadcast_to(self.columns[c], shape).ravel() for c in self.COLUMNS})
         for k in self.CONFIG_KEYS:
             df[k] = self.config[k]
+        df["engine"] = BARE_ENGINE
         for name, pool in self.pools.items():
             for f in PoolResult.FIELDS:
                 df[f"{name}.{f}"] = np.broadcast_to(getattr(pool, f), shape).ravel()
@@ -105,7 +109,7 @@ class DeploymentPrediction:
             rec.update({c: plain(self.config[c]) for c in self.CONFIG_KEYS})
             rec["efficiency_fallback"] = bool(self.config["efficiency_fallback"])
             rec["basis"] = self.config["basis"]
-            rec["engine"] = "none (bare kernel model)"   # deployments are not run through a serving engine
+            rec["engine"] = BARE_ENGINE
             rec["assumptions"] = list(self.assumptions)
             rec["pools"] = {
                 n: {"hardware": p.hardware, "roles": list(p.roles), "layout": p.layout, "devices": p.devices,

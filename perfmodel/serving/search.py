@@ -51,6 +51,10 @@ class LoadSearch:
         (``note`` says why the search stopped).
     note : str
         Why the search stopped without an upper bracket ("" when bracketed).
+    config : dict
+        What was searched, for titles and reports: ``model``, ``hardware``, ``parallel``,
+        ``precision`` (of the decode pool when disaggregated), mean ``isl`` / ``osl`` [tok],
+        ``engine``, ``replicas`` and ``devices`` (all replicas'; decode pool only when disaggregated).
     """
 
     mode: str
@@ -61,6 +65,7 @@ class LoadSearch:
     simulations: int = 0
     bracketed: bool = True
     note: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
 
     def to_dataframe(self):
         """The load–latency curve as a pandas DataFrame."""
@@ -73,6 +78,20 @@ class LoadSearch:
         return {key: self.max_load, "target": self.target, "attainment_at_max": self.attainment,
                 "simulations": self.simulations, "bracketed": self.bracketed, "note": self.note,
                 "curve": self.curve}
+
+
+def _search_config(model: Any, w: Workload, eng: Any, replicas: int) -> dict[str, Any]:
+    """The searched configuration (decode pool when disaggregated) as plain values."""
+    sm = model.decode if isinstance(model, Disaggregated) else model
+    cfg: dict[str, Any] = {"isl": float(w.isl.mean), "osl": float(w.osl.mean), "engine": eng.name,
+                           "replicas": replicas}
+    if all(hasattr(sm, a) for a in ("model", "hardware", "parallel", "precision")):
+        cfg.update(model=sm.model.id, hardware=sm.hardware.id, parallel=sm.parallel.label(),
+                   precision=sm.precision.label(), devices=replicas * sm.parallel.devices)
+    if isinstance(model, Disaggregated):
+        cfg["parallel"] = f"disaggregated, decode {cfg.get('parallel', '')}".strip()
+        cfg.pop("devices", None)  # the prefill pool's devices are not counted here
+    return cfg
 
 
 def _first_guess(model: Any, w: Workload, eng: Any, replicas: int, mode: str) -> float:
@@ -223,4 +242,5 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         note = f"every load tried met the target ({len(cache)} simulations, the limit): a lower bound only"
     return LoadSearch(mode=mode, max_load=int(best) if mode == "concurrency" else best, target=goal,
                       attainment=cache[best]["slo_attainment"] if best in cache else float("nan"),
-                      curve=curve, simulations=len(cache), bracketed=hi is not None or lo is None, note=note)
+                      curve=curve, simulations=len(cache), bracketed=hi is not None or lo is None, note=note,
+                      config=_search_config(model, w, eng, replicas))
