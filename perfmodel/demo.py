@@ -41,6 +41,7 @@ def run_demo(scenario: DemoScenario | None = None) -> pd.DataFrame:
                     weights=sc.weights, kv_cache=sc.kv_cache)
         df = p.to_dataframe()
         df.insert(0, "deployment", label)
+        df["gpus"] = df["devices"]  # every configuration here is GPUs only
         frames.append(df)
     frames += _split_rows(sc)
     return pd.concat(frames, ignore_index=True)
@@ -77,10 +78,13 @@ def split_deployment(sc: DemoScenario) -> dict:
 
 def _split_rows(sc: DemoScenario) -> list[pd.DataFrame]:
     from .deployment import load_deployment, predict_deployment
+    from .hardware import load_accelerator
 
     dep = load_deployment(split_deployment(sc))
     df = predict_deployment(dep, isl=sc.isl, osl=sc.osl, batch=list(sc.batches)).to_dataframe()
     df.insert(0, "deployment", f"GPU/LPU split ({dep.name})")
+    # GPUs are the HBM pools; the SRAM LPUs are counted in `devices` only
+    df["gpus"] = sum(p.count for p in dep.pools.values() if load_accelerator(p.hardware).main_memory == "hbm")
     return [df]
 
 

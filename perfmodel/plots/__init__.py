@@ -15,6 +15,12 @@ function                    shows
 :func:`predicted_vs_measured` log-log predictions vs measurements with ±10 % / ±25 % bands
 :func:`demo_figures`        the figures ``perfmodel demo`` writes
 ==========================  =======================================================================
+
+Titles describe themselves: under each headline, the model, hardware (or deployment) and layout, weight
+and KV-cache formats, ISL/OSL and serving engine are read from the data drawn
+(:mod:`perfmodel.plots.titles`). Throughput axes take ``normalize="device" | "gpu" | "mw" |
+"dollar" | "user"`` (:mod:`perfmodel.plots.normalize`); point labels are placed not to overlap
+(:mod:`perfmodel.plots.labels`).
 """
 
 from typing import TYPE_CHECKING
@@ -25,14 +31,18 @@ if TYPE_CHECKING:  # imported on first use (perfmodel._lazy)
     from .breakdown import breakdown_parts, latency_breakdown
     from .curves import completion_time, pareto_front, pareto_mask, predicted_vs_measured, slo_vs_load
     from .demo import demo_figures, metric_vs_batch
+    from .labels import place_labels
     from .memory import memory_budget, memory_table
+    from .normalize import normalized_rate
     from .roofline import phase_ops, phase_shape, roofline_chart
     from .style import column_label, has_unit
+    from .titles import describe
 
 __all__ = [
-    "breakdown_parts", "column_label", "completion_time", "demo_figures", "has_unit", "latency_breakdown",
-    "memory_budget", "memory_table", "metric_vs_batch", "pareto_front", "pareto_mask", "phase_ops",
-    "phase_shape", "predicted_vs_measured", "roofline_chart", "slo_vs_load",
+    "breakdown_parts", "column_label", "completion_time", "demo_figures", "describe", "has_unit",
+    "latency_breakdown", "memory_budget", "memory_table", "metric_vs_batch", "normalized_rate", "pareto_front",
+    "pareto_mask", "phase_ops", "phase_shape", "place_labels", "predicted_vs_measured", "roofline_chart",
+    "slo_vs_load",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 
 from ..core.predict import Prediction
 from .style import PART_COLORS, RC, styled, time_scale
+from .titles import describe, set_figure_title
 
 #: Order of op classes on the bars (communication and framework come last).
 CLASS_ORDER = ("attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head")
@@ -84,6 +85,7 @@ def latency_breakdown(prediction: Prediction | pd.DataFrame, *,
     """
     frame = prediction.breakdown() if isinstance(prediction, Prediction) else prediction
     scale = time_scale(unit)
+    owned = ax is None
     axes = _phase_axes(ax, len(phases))
     for a, phase in zip(axes, phases, strict=True):
         parts = breakdown_parts(frame, phase) * scale
@@ -96,7 +98,7 @@ def latency_breakdown(prediction: Prediction | pd.DataFrame, *,
         total = left.sum()
         a.set_yticks(y, list(parts.index))
         a.invert_yaxis()
-        a.set(xlabel=f"time per step [{unit}]", ylabel="op class [-]",
+        a.set(xlabel=f"time per step [{unit}]", ylabel="op class",  # categorical: no unit
               title=f"{phase}: {total:.3g} {unit} per step")
         a.grid(axis="y", visible=False)
     fig = axes[0].figure
@@ -104,7 +106,20 @@ def latency_breakdown(prediction: Prediction | pd.DataFrame, *,
         ("compute", "compute-bound"), ("memory", "memory-bound"), ("overhead", "overhead"),
         ("communication", "communication"))]
     axes[-1].legend(handles=handles, loc="best")
+    set_figure_title(fig, _about(prediction), owned, axes[0])
     return fig  # type: ignore[return-value]
+
+
+def _about(prediction: Prediction | pd.DataFrame) -> str:
+    """Description of the operating point drawn: the first of a vectorised prediction."""
+    if not isinstance(prediction, Prediction):
+        return describe(prediction)  # a breakdown frame carries no config: empty unless columns were added
+    first = {**prediction.config, **{k: np.ravel(getattr(prediction, k))[0] for k in ("isl", "osl")}}
+    first["engine"] = None  # the breakdown is the bare kernel model's, with or without an engine
+    batches = np.ravel(prediction.batch)
+    n = int(np.prod(np.broadcast_shapes(*(np.shape(getattr(prediction, c)) for c in ("batch", "isl", "osl")))))
+    return describe(first, extra=[f"batch {batches[0]:g}" + (f" (first of {n} points)" if n > 1 else ""),
+                                  "bare kernel model (no engine terms)"])
 
 
 def _phase_axes(ax: Axes | Sequence[Axes] | None, n: int) -> list[Axes]:

@@ -13,7 +13,11 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from ..core.roofline import crossover_tokens, e2e_latency
-from .style import RC, column_label, get_axes, series_colors, styled, time_scale
+from ..errors import ConfigError
+from .labels import place_labels
+from .normalize import normalized_rate
+from .style import PERCENTILE_COLORS, RC, column_label, get_axes, series_colors, styled, time_scale
+from .titles import describe, set_figure_title, set_title
 
 #: Column names accepted for the load axis of :func:`slo_vs_load`, in order of preference.
 LOAD_COLUMNS = ("load", "rate_rps", "arrival_rate_rps", "request_rate", "concurrency")
@@ -41,8 +45,8 @@ def pareto_mask(x: ArrayLike, y: ArrayLike) -> np.ndarray:
 
 
 @styled
-def pareto_front(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "per_device_tokens_per_s",
-                 *, group: str | None = "deployment", annotate: str | None = None,
+def pareto_front(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "output_tokens_per_s",
+                 *, normalize: str | None = "device", group: str | None = "auto", annotate: str | None = None,
                  xlabel: str | None = None, ylabel: str | None = None, frontier: bool = True,
                  log: bool = False, ax: Axes | None = None) -> Axes:
     """Trade-off of two rates to maximise, one series per group, with the Pareto front.
@@ -50,16 +54,24 @@ def pareto_front(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "p
     Parameters
     ----------
     df : pandas.DataFrame
-        One row per operating point. A boolean ``fits`` column, when present, draws points that do
-        not fit in memory hollow and keeps them off the front.
-    x, y : str
-        Columns to maximise (default: tokens/s per user against output tokens/s per device).
-    group : str, optional
-        Column naming the series (a deployment, a configuration); None for one series.
+        One row per operating point (:func:`perfmodel.predict`, :func:`perfmodel.planning.sweep` or
+        deployment frames). A boolean ``fits`` column, when present, draws points that do not fit in
+        memory hollow and keeps them off the front. Config columns (``model``, ``hardware``,
+        ``precision``, ``isl``, ``osl``, ``engine``) make the subtitle.
+    x : str
+        Column to maximise on the x axis, drawn as it is (default: output tokens/s per user).
+    y : str
+        Rate of the whole row on the y axis (default: output tokens/s), divided as ``normalize`` says.
+    normalize : {"device", "gpu", "mw", "dollar", "user"} or None
+        Per device (every chip), per GPU, per MW of power, per US dollar (from ``usd_per_hour``) or per
+        concurrent user; None draws ``y`` as it is (:func:`perfmodel.plots.normalize.normalized_rate`).
+    group : str or None
+        Column naming the series; ``"auto"`` takes the first of ``deployment``, ``hardware``,
+        ``model`` that varies (else one series); None for one series.
     annotate : str, optional
-        Column whose value labels each point (e.g. ``"batch"``).
+        Column whose value labels each point (e.g. ``"batch"``); labels are placed not to overlap.
     xlabel, ylabel : str, optional
-        Axis labels; they need a unit in brackets (default: derived from the column names).
+        Axis labels; they need a unit in brackets (default: derived from the columns).
     frontier : bool
         Draw the front over all (fitting) points as a wide grey line.
     log : bool
@@ -69,34 +81,68 @@ def pareto_front(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "p
     Returns
     -------
     matplotlib.axes.Axes
+        Titled with what is compared and, below, the model, hardware, formats, ISL/OSL and engine of
+        the rows.
     """
+    yv, ylab = normalized_rate(df, y, normalize)
+    if x not in df.columns:
+        raise ConfigError(f"x: {x!r} is not a column of the frame (columns: {list(df.columns)})")
+    d = df.assign(_x=df[x].astype(float), _y=yv)
+    group = _series_column(d, group)
     _, ax = get_axes(ax)
-    fits = df["fits"].astype(bool) if "fits" in df else pd.Series(True, index=df.index)
-    groups = df[group] if group else pd.Series("all", index=df.index)
+    fits = d["fits"].astype(bool) if "fits" in d else pd.Series(True, index=d.index)
+    groups = d[group] if group else pd.Series("all", index=d.index)
     colors = series_colors(groups)
-    for name, sub in df.groupby(groups, sort=False):
-        sub = sub.sort_values(x)
+    labels = []
+    for name, sub in d.groupby(groups, sort=False):
+        sub = sub.sort_values("_x")
         ok = fits.loc[sub.index]
         c = colors[name]
-        ax.plot(sub[x], sub[y], color=c, lw=1.2, alpha=0.7)
-        ax.scatter(sub[x][ok], sub[y][ok], color=c, s=28, zorder=3, label=str(name))
+        ax.plot(sub["_x"], sub["_y"], color=c, lw=1.2, alpha=0.7)
+        ax.scatter(sub["_x"][ok], sub["_y"][ok], color=c, s=28, zorder=3, label=str(name) if group else None)
         if (~ok).any():
-            ax.scatter(sub[x][~ok], sub[y][~ok], facecolor="none", edgecolor=c, s=28, zorder=3)
+            ax.scatter(sub["_x"][~ok], sub["_y"][~ok], facecolor="none", edgecolor=c, s=28, zorder=3)
         if annotate:
-            for _, r in sub.iterrows():
-                ax.annotate(f"{r[annotate]:g}" if isinstance(r[annotate], (int, float, np.number))
-                            else str(r[annotate]), (r[x], r[y]), xytext=(3, 3),
-                            textcoords="offset points", fontsize=7, color=c)
+            labels += [ax.annotate(_text(r[annotate]), (r["_x"], r["_y"]), xytext=(3, 3),
+                                   textcoords="offset points", fontsize=7, color=c)
+                       for _, r in sub.iterrows() if np.isfinite(r["_x"]) and np.isfinite(r["_y"])]
     if frontier and fits.any():
-        pts = df[fits]
-        front = pts[pareto_mask(pts[x], pts[y])].sort_values(x)
-        ax.plot(front[x], front[y], color="#444444", lw=5.0, alpha=0.18, zorder=1,
+        pts = d[fits]
+        front = pts[pareto_mask(pts["_x"], pts["_y"])].sort_values("_x")
+        ax.plot(front["_x"], front["_y"], color="#444444", lw=5.0, alpha=0.18, zorder=1,
                 solid_capstyle="round", label="Pareto front")
     if log:
         ax.set(xscale="log", yscale="log")
-    ax.set(xlabel=column_label(x, xlabel), ylabel=column_label(y, ylabel))
-    ax.legend(loc="best")
+    xl, yl = column_label(x, xlabel), column_label(y, ylabel) if ylabel else ylab
+    ax.set(xlabel=xl, ylabel=yl)
+    set_title(ax, f"{_quantity(yl)} vs {_quantity(xl)}",
+              describe(d, by=group,
+                       extra=[f"labels: {annotate}" if annotate else "",
+                              "hollow: does not fit in memory" if (~fits).any() else ""]))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best")
+    place_labels(ax, labels)
     return ax
+
+
+def _series_column(df: pd.DataFrame, group: str | None) -> str | None:
+    """The column naming the series (``"auto"``: the first config column that varies)."""
+    if group == "auto":
+        return next((c for c in ("deployment", "hardware", "model") if c in df.columns and df[c].nunique() > 1),
+                    None)
+    if group is not None and group not in df.columns:
+        raise ConfigError(f"group: {group!r} is not a column of the frame; use one of {list(df.columns)}, "
+                          "'auto' or None")
+    return group
+
+
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float, np.number)) else str(value)
+
+
+def _quantity(label: str) -> str:
+    """An axis label without its unit (``"TTFT [s]"`` -> ``"TTFT"``)."""
+    return label.split(" [", 1)[0]
 
 
 def _load_column(df: pd.DataFrame, load: str | None) -> str:
@@ -111,21 +157,24 @@ def _load_column(df: pd.DataFrame, load: str | None) -> str:
                    f"got columns {list(df.columns)}")
 
 
-def _curve_frame(data: Any) -> tuple[pd.DataFrame, str | None, float | None]:
-    """A load-sweep frame, the load label and the maximum load, from a frame or a search result."""
+def _curve_frame(data: Any) -> tuple[pd.DataFrame, str | None, float | None, str]:
+    """A load-sweep frame, the load label, the maximum load and the description, from a frame or a
+    search result."""
     if isinstance(data, pd.DataFrame):
-        return data, None, None
+        return data, None, None, describe(data)
     if hasattr(data, "curve") and hasattr(data, "mode"):  # perfmodel.serving.max_load's result
         df = pd.DataFrame(data.curve).apply(pd.to_numeric, errors="coerce")
+        config = getattr(data, "config", {}) or {}
+        df = df.assign(**{k: config[k] for k in ("devices", "hardware") if k in config})
         label = "concurrency [clients]" if data.mode == "concurrency" else "arrival rate [req/s]"
-        return df, label, float(getattr(data, "max_load", np.nan))
-    return pd.DataFrame(data), None, None
+        return df, label, float(getattr(data, "max_load", np.nan)), describe(data)
+    return pd.DataFrame(data), None, None, ""
 
 
 @styled
 def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: str | None = None,
                 slo_ttft: float | None = None, slo_tpot: float | None = None,
-                ax: Sequence[Axes] | None = None) -> Figure:
+                normalize: str | None = None, ax: Sequence[Axes] | None = None) -> Figure:
     """TTFT and TPOT percentiles and goodput as load rises, with the SLO limits.
 
     Expected columns (those of the curve of :func:`perfmodel.serving.max_load`): a load column
@@ -145,6 +194,9 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
         x-axis label with a unit (default: derived from the column name).
     slo_ttft, slo_tpot : float, optional
         Limits [s] drawn as horizontal lines.
+    normalize : {"device", "gpu", "mw", "dollar", "user"} or None
+        Goodput and throughput per device, GPU, MW, dollar or user (needs the matching column:
+        ``devices``... — a load search's ``config`` gives ``devices``); None: of the whole deployment.
     ax : sequence of three Axes, optional
         Panels for TTFT, TPOT and goodput (a new figure otherwise).
 
@@ -152,9 +204,10 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
     -------
     matplotlib.figure.Figure
     """
-    df, search_label, max_load = _curve_frame(df)
+    df, search_label, max_load, about = _curve_frame(df)
     col = _load_column(df, load)
     d = df.sort_values(col)
+    owned = ax is None
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -173,26 +226,28 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
         k = time_scale(unit)
         for p in cols:
             a.plot(d[col], d[f"{metric}_{p}_s"] * k, ls=_PCT_STYLES[p], marker="o", ms=3.5,
-                   color="#1f5fa8", label=p)
+                   color=PERCENTILE_COLORS[p], label=p)
         if limit is not None:
             a.axhline(limit * k, color="#b8323a", lw=1.2, label=f"SLO {limit * k:g} {unit}")
         a.set(xlabel=xl, ylabel=f"{title} [{unit}]", title=f"{title} percentiles")
         a.legend(loc="upper left")
     if "goodput_rps" not in d:
         raise KeyError(f"expected a goodput_rps column, got {list(df.columns)}")
-    axes[2].plot(d[col], d["goodput_rps"], marker="o", ms=3.5, color="#2f9e5a", label="goodput")
+    goodput, goodput_label = normalized_rate(d, "goodput_rps", normalize)
+    axes[2].plot(d[col], goodput, marker="o", ms=3.5, color="#2f9e5a", label="goodput")
     if "throughput_rps" in d:
-        axes[2].plot(d[col], d["throughput_rps"], marker="o", ms=3.5, ls="--", color="#8f8f8f",
-                     label="throughput (all completions)")
+        axes[2].plot(d[col], normalized_rate(d, "throughput_rps", normalize)[0], marker="o", ms=3.5, ls="--",
+                     color="#8f8f8f", label="throughput (all completions)")
     if max_load is not None and np.isfinite(max_load) and max_load > 0:
         for a in axes:
             a.axvline(max_load, color="#444444", lw=0.8, ls=":")
         axes[2].annotate(f"max load {max_load:.3g}", (max_load, 0), xytext=(3, 3),
                          textcoords="offset points", xycoords=("data", "axes fraction"), fontsize=8)
-    axes[2].set(xlabel=xl, ylabel="goodput [req/s]", title="goodput (joint SLO met)")
+    axes[2].set(xlabel=xl, ylabel=goodput_label, title="goodput (joint SLO met)")
     for a in axes:
         a.set_ylim(bottom=0)
     axes[2].legend(loc="upper left")
+    set_figure_title(axes[0].figure, about, owned, axes[0])
     return axes[0].figure
 
 
@@ -218,8 +273,10 @@ def completion_time(configs: Mapping[str, tuple[float, float]] | pd.DataFrame, *
         Each pairwise crossover :math:`N^*` (:func:`perfmodel.crossover_tokens`) within the range is
         marked and labelled with its output length and completion time.
     """
+    about = ""
     if isinstance(configs, pd.DataFrame):
         items = [(str(r[label]), float(r["ttft_s"]), float(r["tpot_s"])) for _, r in configs.iterrows()]
+        about = describe(configs, by=label)
     else:
         items = [(str(k), float(v[0]), float(v[1])) for k, v in configs.items()]
     if len(items) < 2:
@@ -237,16 +294,19 @@ def completion_time(configs: Mapping[str, tuple[float, float]] | pd.DataFrame, *
     for name, ttft, tpot in items:
         ax.plot(n, e2e_latency(ttft, tpot, n), color=colors[name],
                 label=f"{name} (TTFT {ttft * 1e3:.3g} ms, TPOT {tpot * 1e3:.3g} ms)")
+    labels = []
     for n_star, a, _ in crossings:
         if n_star <= n_max:
             t = float(e2e_latency(a[1], a[2], n_star))
             ax.plot([n_star], [t], marker="o", color="black", ms=6, zorder=4)
             ax.axvline(n_star, color="#444444", lw=0.8, ls=":")
-            ax.annotate(f"N* = {n_star:.3g} tok\n{t:.3g} s", (n_star, t), xytext=(6, -22),
-                        textcoords="offset points", fontsize=8)
+            labels.append(ax.annotate(f"N* = {n_star:.3g} tok\n{t:.3g} s", (n_star, t), xytext=(6, -22),
+                                      textcoords="offset points", fontsize=8))
     ax.set(xlabel="output length N [tok]", ylabel="completion time E2E [s]", xlim=(0, n_max),
-           ylim=(0, None), title="starting earlier is not finishing earlier")
+           ylim=(0, None))
+    set_title(ax, "starting earlier is not finishing earlier", about)
     ax.legend(loc="upper left")
+    place_labels(ax, labels)
     return ax
 
 

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from ..core.memory import static_batch_budget
 from ..core.step import StepModel
 from .style import CLASS_COLORS, get_axes, styled
+from .titles import describe, set_title
 
 _BYTE_UNITS = {"B": 1.0, "MB": 1e6, "GB": 1e9, "TB": 1e12, "GiB": 2.0 ** 30}
 
@@ -118,7 +119,13 @@ def memory_budget(deployments: Deployments, *, batch: float = 1.0, context: floa
                     textcoords="offset points", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, list(table.index))
     ax.set_ylim(0, top.max() * 1.18)
-    ax.set(ylabel=f"memory per device [{unit}]", xlabel="deployment [-]", title="memory budget per device")
+    ax.set(ylabel=f"memory per device [{unit}]", xlabel="deployment")  # categorical axis: no unit
+    configs = pd.DataFrame([{"model": sm.model.id, "hardware": sm.hardware.id, "parallel": sm.parallel.label(),
+                             "precision": sm.precision.label()} for sm in _labelled(deployments).values()])
+    set_title(ax, "memory budget per device",
+              # default bar labels name device and layout; a caller's labels may not
+              describe(configs, omit=("hardware", "parallel") if not isinstance(deployments, Mapping) else (),
+                       extra=[f"{batch:g} sequences × {context:g} tok"]))
     handles = [Patch(color=CLASS_COLORS[k], label=lbl) for k, lbl in (
         ("weights", "weights"), ("kv_cache", f"KV cache ({batch:g} seq × {context:g} tok)"),
         ("workspace", "workspace"))] + [

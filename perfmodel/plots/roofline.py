@@ -19,7 +19,9 @@ from matplotlib.axes import Axes
 from ..core.ops import StepShape, attention_ops, elementwise_op, embedding_head_ops, ffn_ops
 from ..core.step import StepModel
 from ..hardware import Accelerator, load_accelerator
+from .labels import place_labels
 from .style import CLASS_COLORS, PART_COLORS, get_axes, si_format, styled
+from .titles import describe, set_title
 
 Phase = Literal["prefill", "decode"]
 
@@ -67,8 +69,9 @@ def phase_ops(step_model: StepModel, phase: Phase = "decode", batch: float = 1.0
     -------
     pandas.DataFrame
         One row per op occurrence on one device: ``name``, ``op_class``, ``kind``, ``phase``,
-        ``flops`` [FLOP], ``bytes`` [B], ``intensity`` [FLOP/B], ``time_s`` [s] and
-        ``attained_flops`` [FLOP/s]. Ops of every distinct layer group are listed; a name is
+        ``flops`` [FLOP], ``bytes`` [B], ``intensity`` [FLOP/B], ``time_s`` [s],
+        ``attained_flops`` [FLOP/s], and the step's ``batch`` [sequences] and ``context`` [tok]
+        (prompt length for prefill). Ops of every distinct layer group are listed; a name is
         suffixed with the group's window when two groups give it different work. Ops absent from
         the step (zero kernels) are dropped.
     """
@@ -85,8 +88,11 @@ def phase_ops(step_model: StepModel, phase: Phase = "decode", batch: float = 1.0
             _add_row(rows, seen, sm, op, phase, f" [window {group.window}]" if group.window else " [full]")
     for op in embedding_head_ops(model, par, prec, s):
         _add_row(rows, seen, sm, op, phase, "")
-    return pd.DataFrame(rows, columns=["name", "op_class", "kind", "phase", "flops", "bytes",
-                                       "intensity", "time_s", "attained_flops"])
+    out = pd.DataFrame(rows, columns=["name", "op_class", "kind", "phase", "flops", "bytes",
+                                      "intensity", "time_s", "attained_flops"])
+    seqs = float(np.ravel(s.n_prefill)[0] + np.ravel(s.n_decode)[0])
+    tokens = float(np.ravel(s.chunk if phase == "prefill" else s.context)[0])
+    return out.assign(batch=seqs, context=tokens)
 
 
 def _add_row(rows: list[dict], seen: dict[str, tuple[float, float]], sm: StepModel, op, phase: str,
@@ -166,12 +172,22 @@ def roofline_chart(hardware: str | Accelerator | StepModel, ops: pd.DataFrame | 
                 lw=1.6)
         ax.annotate(f"{name} {si_format(peak, 'FLOP/s')}", (hi, peak), xytext=(-4, 3),
                     textcoords="offset points", ha="right", color=PART_COLORS["compute"], fontsize=8)
-    if len(pts):
-        _draw_ops(ax, pts, annotate)
+    roof_labels = list(ax.texts)
+    labels = _draw_ops(ax, pts, annotate) if len(pts) else []
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(y_lo, p_max * 3),
-           xlabel="arithmetic intensity [FLOP/B]", ylabel="attainable performance [FLOP/s]",
-           title=f"{dev.name}: roofline")
+           xlabel="arithmetic intensity [FLOP/B]", ylabel="attainable performance [FLOP/s]")
+    set_title(ax, f"{dev.name}: roofline", describe(hardware if isinstance(hardware, StepModel) else None,
+                                                      extra=_steps(pts)))
+    place_labels(ax, roof_labels + labels)  # last: needs the final layout; roofs keep their place first
     return ax
+
+
+def _steps(pts: pd.DataFrame) -> list[str]:
+    """``"decode: batch 16 @ 2048 tok"`` per phase of the ops drawn."""
+    if not {"phase", "batch", "context"} <= set(pts.columns):
+        return []
+    steps = pts[["phase", "batch", "context"]].drop_duplicates()
+    return [f"{r.phase}: batch {r.batch:g} @ {r.context:g} tok" for r in steps.itertuples()]
 
 
 def _peaks(dev: Accelerator, dtypes: tuple[str, ...] | None) -> dict[str, float]:
@@ -198,17 +214,18 @@ def _x_range(peaks: dict[str, float], bws: dict[str, float], pts: pd.DataFrame) 
     return 10 ** np.floor(np.log10(lo)), 10 ** np.ceil(np.log10(hi))
 
 
-def _draw_ops(ax: Axes, pts: pd.DataFrame, annotate: bool) -> None:
+def _draw_ops(ax: Axes, pts: pd.DataFrame, annotate: bool) -> list:
+    """Scatter the ops by class and phase; return their name labels (to be placed)."""
     phases = pts["phase"] if "phase" in pts else pd.Series(["decode"] * len(pts), index=pts.index)
     for (cls, phase), sub in pts.groupby([pts["op_class"], phases], sort=False):
         ax.scatter(sub["intensity"], sub["attained_flops"], color=CLASS_COLORS.get(cls, "#333333"),
                    marker=_PHASE_MARKERS.get(phase, "D"), s=30, zorder=3, edgecolor="white", lw=0.6,
                    label=f"{cls} ({phase})")
-    if annotate:
-        for (xi, yi), names in _clustered_labels(pts).items():
-            ax.annotate(names, (xi, yi), xytext=(5, -10), textcoords="offset points", fontsize=7,
-                        color="#333333")
     ax.legend(loc="best", title="op class (phase)", title_fontsize=8, fontsize=7.5)
+    if not annotate:
+        return []
+    return [ax.annotate(names, (xi, yi), xytext=(5, -10), textcoords="offset points", fontsize=7,
+                        color="#333333") for (xi, yi), names in _clustered_labels(pts).items()]
 
 
 def _clustered_labels(pts: pd.DataFrame, dx: float = 0.5, dy: float = 0.1) -> dict[tuple[float, float], str]:

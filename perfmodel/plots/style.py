@@ -54,6 +54,9 @@ PART_COLORS = {
     "communication": "#b8323a",
 }
 
+#: Colours of latency percentiles (distinct hues, darker for the tail), with line styles as a second cue.
+PERCENTILE_COLORS = {"p50": "#1f5fa8", "p90": "#2f9e5a", "p95": "#d9791a", "p99": "#b8323a"}
+
 #: Colours of op classes (roofline points) and memory-budget parts.
 CLASS_COLORS = {
     "attention_proj": "#1f5fa8",
