@@ -123,6 +123,9 @@ def plot_pareto(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "pe
                 show_points: bool = True, logy: bool = False):
     """Plot the Pareto front of ``y`` against ``x`` (one line per ``by`` group) and return the Axes.
 
+    The title names the two axes and, under it, the model, layouts, formats, ISL/OSL and engine of
+    the rows (:func:`perfmodel.plots.titles.describe`).
+
     Parameters
     ----------
     df : pandas.DataFrame
@@ -164,7 +167,15 @@ def plot_pareto(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "pe
     if by is not None:
         ax.legend(title=by, fontsize="small")
     ax.grid(True, alpha=0.3)
+    from ..plots.titles import describe, set_title
+
+    set_title(ax, f"Pareto front: {_quantity(y)} vs {_quantity(x)}", describe(df, by=by))
     return ax
+
+
+def _quantity(column: str) -> str:
+    """An axis label without its unit."""
+    return axis_label(column).split(" [", 1)[0]
 
 
 def plot_fronts(df: pd.DataFrame, x: str = "per_user_tokens_per_s",
@@ -182,7 +193,13 @@ def plot_fronts(df: pd.DataFrame, x: str = "per_user_tokens_per_s",
 
     cols = [c for c in ys if c in df.columns and np.isfinite(df[c].to_numpy(float)).any()]
     fig, axes = plt.subplots(1, max(len(cols), 1), figsize=(5.2 * max(len(cols), 1), 4.2), squeeze=False)
+    from ..plots.titles import describe, set_title
+
     for ax, col in zip(axes[0], cols, strict=False):
         plot_pareto(df, x, col, by=by, ax=ax)
+        set_title(ax, f"Pareto front: {_quantity(col)}", "")  # the description once, above the panels
+    about = describe(df, by=by)
+    if about:
+        fig.suptitle(about, fontsize=9.0, fontweight="normal")
     fig.tight_layout()
     return list(axes[0][: len(cols)])
