@@ -227,6 +227,15 @@ def test_titles_say_model_hardware_formats_lengths_and_engine(tmp_path):
     assert "decode: batch 16 @ 2048 tok" in _all_text(roof.figure) and "llama-3.1-8b" in _all_text(roof.figure)
     mem = plots.memory_budget(sm, batch=32, context=4096)
     assert "32 sequences × 4096 tok" in _all_text(mem.figure) and "KV cache fp8" in _all_text(mem.figure)
+    two = pd.concat([df.iloc[:1], pm.predict("llama-3.1-8b", "h200-sxm", tp=2, isl=1024, osl=128,
+                                             batch=1).to_dataframe()])
+    ax = plots.completion_time(two)  # one line per hardware (the column that varies), named in the legend
+    assert [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()] == ["h100-sxm", "h200-sxm"]
+    crossing = plots.titles.title_parts(ax)[1]
+    assert crossing.startswith("llama-3.1-8b · tp2 · weights fp8/bf16, KV cache fp8/bf16 · ISL 1024 / OSL 128 tok")
+    assert crossing.endswith("engine vllm, none")
+    pvm = plots.predicted_vs_measured([1.0, 2.0], [1.1, 1.9], about=df)
+    assert "h100-sxm tp2" in plots.titles.title_parts(pvm)[1]
     plt.close("all")
 
 

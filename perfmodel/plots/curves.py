@@ -125,13 +125,13 @@ def pareto_front(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "o
     return ax
 
 
-def _series_column(df: pd.DataFrame, group: str | None) -> str | None:
+def _series_column(df: pd.DataFrame, group: str | None, argument: str = "group") -> str | None:
     """The column naming the series (``"auto"``: the first config column that varies)."""
     if group == "auto":
         return next((c for c in ("deployment", "hardware", "model") if c in df.columns and df[c].nunique() > 1),
                     None)
     if group is not None and group not in df.columns:
-        raise ConfigError(f"group: {group!r} is not a column of the frame; use one of {list(df.columns)}, "
+        raise ConfigError(f"{argument}: {group!r} is not a column of the frame; use one of {list(df.columns)}, "
                           "'auto' or None")
     return group
 
@@ -253,18 +253,20 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
 
 @styled
 def completion_time(configs: Mapping[str, tuple[float, float]] | pd.DataFrame, *,
-                    max_tokens: int | None = None, label: str = "deployment",
+                    max_tokens: int | None = None, label: str = "auto",
                     ax: Axes | None = None) -> Axes:
     """Completion time :math:`TTFT + (N-1)\\,TPOT` against output length, crossovers marked.
 
     Parameters
     ----------
     configs : mapping of name to (ttft_s, tpot_s), or pandas.DataFrame
-        Two or more configurations; a frame needs columns ``label``, ``ttft_s`` and ``tpot_s`` [s].
+        Two or more configurations; a frame needs columns ``label``, ``ttft_s`` and ``tpot_s`` [s],
+        and its config columns (``model``, ``precision``, ``isl``...) make the subtitle.
     max_tokens : int, optional
         Largest output length drawn [tok] (default: twice the latest crossover, at least 64).
     label : str
-        Name column of a frame.
+        Name column of a frame (``"auto"``: ``deployment`` if present, else the first of ``hardware``,
+        ``model`` that varies).
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -275,6 +277,10 @@ def completion_time(configs: Mapping[str, tuple[float, float]] | pd.DataFrame, *
     """
     about = ""
     if isinstance(configs, pd.DataFrame):
+        label = _series_column(configs, label, "label")
+        if label is None:
+            raise ConfigError(f"label: no column names the configurations; pass label=<column> "
+                              f"(columns: {list(configs.columns)})")
         items = [(str(r[label]), float(r["ttft_s"]), float(r["tpot_s"])) for _, r in configs.iterrows()]
         about = describe(configs, by=label)
     else:
@@ -312,7 +318,8 @@ def completion_time(configs: Mapping[str, tuple[float, float]] | pd.DataFrame, *
 
 @styled
 def predicted_vs_measured(measured: ArrayLike, predicted: ArrayLike, *, groups: ArrayLike | None = None,
-                          quantity: str = "TPOT", unit: str = "s", ax: Axes | None = None) -> Axes:
+                          quantity: str = "TPOT", unit: str = "s", about: Any = None,
+                          ax: Axes | None = None) -> Axes:
     """Log-log scatter of predictions against measurements with ±10 % and ±25 % bands.
 
     Parameters
@@ -325,6 +332,10 @@ def predicted_vs_measured(measured: ArrayLike, predicted: ArrayLike, *, groups: 
         What is compared (``"TPOT"``, ``"TTFT"``, ``"throughput"``).
     unit : str
         Unit of both values, shown in the axis labels (``"s"``, ``"ms"``, ``"tok/s"``).
+    about : pandas.DataFrame, optional
+        The rows the values come from (e.g. a validation run's predictions): their config columns
+        (``model``, ``hardware``, ``precision``, ``isl``, ``osl``, ``engine``) are described under the
+        title (:func:`perfmodel.plots.titles.describe`).
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -352,8 +363,8 @@ def predicted_vs_measured(measured: ArrayLike, predicted: ArrayLike, *, groups: 
                    label=str(name) if groups is not None else None)
     err = np.abs(p[ok] / m[ok] - 1.0)
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal",
-           xlabel=f"measured {quantity} [{unit}]", ylabel=f"predicted {quantity} [{unit}]",
-           title=(f"{quantity}: {np.mean(err <= 0.10):.0%} within ±10 %, {np.mean(err <= 0.25):.0%} "
-                  f"within ±25 %\nmedian |error| {np.median(err):.1%} (n = {ok.sum()})"))
+           xlabel=f"measured {quantity} [{unit}]", ylabel=f"predicted {quantity} [{unit}]")
+    set_title(ax, f"{quantity}: {np.mean(err <= 0.10):.0%} within ±10 %, {np.mean(err <= 0.25):.0%} "
+                  f"within ±25 %\nmedian |error| {np.median(err):.1%} (n = {ok.sum()})", describe(about))
     ax.legend(loc="upper left", fontsize=7.5)
     return ax
