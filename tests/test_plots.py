@@ -301,11 +301,12 @@ def test_percentiles_have_distinct_colours_and_a_legend():
     df = pd.DataFrame({"load": load, "goodput_rps": load, "devices": 4, **{
         f"{m}_{p}_s": k * load for m in ("ttft", "tpot") for p, k in (("p50", 1), ("p90", 2), ("p95", 3),
                                                                          ("p99", 4))}})
-    fig = plots.slo_vs_load(df, normalize="device")
+    fig = plots.slo_vs_load(df, normalize="device", slo_ttft=20.0, slo_tpot=0.05)
     for a in fig.axes[:2]:
         lines = {ln.get_label(): matplotlib.colors.to_hex(ln.get_color()) for ln in a.get_lines()}
-        assert len({lines[p] for p in ("p50", "p90", "p95", "p99")}) == 4
-        assert [t.get_text() for t in a.get_legend().get_texts()] == ["p50", "p90", "p95", "p99"]
+        slo = next(c for label, c in lines.items() if label.startswith("SLO"))
+        assert len({lines[p] for p in ("p50", "p90", "p95", "p99")} | {slo}) == 5  # and none is the SLO's
+        assert [t.get_text() for t in a.get_legend().get_texts()][:4] == ["p50", "p90", "p95", "p99"]
     assert fig.axes[2].get_ylabel() == "goodput per device [req/s/device]"
     assert fig.axes[2].get_lines()[0].get_ydata().tolist() == pytest.approx((load / 4).tolist())
     plt.close(fig)

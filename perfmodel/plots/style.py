@@ -54,8 +54,8 @@ PART_COLORS = {
     "communication": "#b8323a",
 }
 
-#: Colours of latency percentiles (distinct hues, darker for the tail), with line styles as a second cue.
-PERCENTILE_COLORS = {"p50": "#1f5fa8", "p90": "#2f9e5a", "p95": "#d9791a", "p99": "#b8323a"}
+#: Colours of latency percentiles (distinct hues, none the red of SLO limits), line styles as a second cue.
+PERCENTILE_COLORS = {"p50": "#1f5fa8", "p90": "#2f9e5a", "p95": "#d9791a", "p99": "#7a4fb0"}
 
 #: Colours of op classes (roofline points) and memory-budget parts.
 CLASS_COLORS = {
