@@ -383,4 +383,9 @@ def test_demo_pareto_divides_the_split_by_its_gpus():
     assert series[name] == pytest.approx(sorted(split["decode_tokens_per_s"] / 8))
     assert ax.get_ylabel() == "decode tokens/s per GPU [tok/s/GPU]"
     assert "its other" in _all_text(ax.figure) and "chips not counted" in _all_text(ax.figure)
+    from perfmodel.demo import summary_table
+
+    table = summary_table(df)[df["deployment"] == name]  # the printed table names both rates
+    assert table["tok/s/GPU"].tolist() == pytest.approx((split["decode_tokens_per_s"] / 8).tolist())
+    assert table["tok/s/device"].tolist() == pytest.approx((split["decode_tokens_per_s"] / split["devices"]).tolist())
     plt.close("all")
