@@ -319,8 +319,10 @@ def test_load_search_figure_is_described_by_its_config():
               "goodput_rps": 0.5 * c} for c in (1, 2, 4)]
     cfg = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "parallel": "tp2", "precision": "w:fp8 a:fp8 kv:fp8",
            "isl": 1024.0, "osl": 256.0, "engine": "vllm", "devices": 2}
-    fig = plots.slo_vs_load(SimpleNamespace(curve=curve, mode="rate", max_load=2, config=cfg), normalize="gpu")
+    fig = plots.slo_vs_load(SimpleNamespace(curve=curve, mode="rate", max_load=2, config=cfg, bracketed=False),
+                            normalize="gpu")
     assert fig._suptitle.get_text().startswith("llama-3.1-8b · h100-sxm tp2 · weights fp8, KV cache fp8")
+    assert any(t.get_text() == "max load ≥ 2" for t in fig.axes[2].texts)  # a lower bound only
     assert fig.axes[2].get_lines()[0].get_ydata().tolist() == pytest.approx([0.25, 0.5, 1.0])
     plt.close(fig)
 

@@ -187,7 +187,8 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
     ----------
     df : pandas.DataFrame or load-search result
         One row per load level; or the result of ``perfmodel.serving.max_load`` (its ``curve`` is
-        drawn, the load axis labelled by its ``mode`` and its ``max_load`` marked).
+        drawn, the load axis labelled by its ``mode``, its ``max_load`` marked — "≥" when the search
+        found no failing load above it — and its ``config`` described in the title).
     load : str, optional
         Load column (found among the accepted names by default).
     load_label : str, optional
@@ -204,7 +205,8 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
     -------
     matplotlib.figure.Figure
     """
-    df, search_label, max_load, about = _curve_frame(df)
+    data = df
+    df, search_label, max_load, about = _curve_frame(data)
     col = _load_column(df, load)
     d = df.sort_values(col)
     owned = ax is None
@@ -241,7 +243,8 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
     if max_load is not None and np.isfinite(max_load) and max_load > 0:
         for a in axes:
             a.axvline(max_load, color="#444444", lw=0.8, ls=":")
-        axes[2].annotate(f"max load {max_load:.3g}", (max_load, 0), xytext=(3, 3),
+        bound = "≥ " if not getattr(data, "bracketed", True) else ""  # no failing load found above it
+        axes[2].annotate(f"max load {bound}{max_load:.3g}", (max_load, 0), xytext=(3, 3),
                          textcoords="offset points", xycoords=("data", "axes fraction"), fontsize=8)
     axes[2].set(xlabel=xl, ylabel=goodput_label, title="goodput (joint SLO met)")
     for a in axes:
