@@ -21,6 +21,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..core.step import StepModel
+
 #: Fields a description is made of, in the order they are written.
 FIELDS = ("model", "deployment", "hardware", "parallel", "precision", "isl", "osl", "engine")
 #: Widest subtitle line [characters] before it wraps at a separator.
@@ -49,8 +51,7 @@ def config_values(data: Any) -> dict[str, list[Any]]:
         return {}
     if isinstance(data, pd.DataFrame):
         return {f: _unique(data[f]) for f in FIELDS if f in data.columns}
-    if hasattr(data, "parallel") and hasattr(data, "hardware") and hasattr(data, "precision") \
-            and hasattr(data, "model") and hasattr(data.model, "id"):  # a StepModel
+    if isinstance(data, StepModel):
         return {"model": [data.model.id], "hardware": [data.hardware.id], "parallel": [data.parallel.label()],
                 "precision": [data.precision.label()]}
     if hasattr(data, "config") and isinstance(data.config, Mapping):  # predictions, load searches
