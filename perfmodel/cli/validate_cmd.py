@@ -5,6 +5,7 @@ Examples::
     perfmodel validate --data perfmodel/data/validation/serving_measured.csv --format json
     perfmodel validate --data serving_measured.csv --efficiency datasheet --out predictions.csv
     perfmodel validate --data result.json --system h100_sxm --backend vllm --tp 2   # vLLM / AIPerf JSON
+    perfmodel validate --data benchmarks.json --system h100_sxm --backend vllm      # GuideLLM report
     perfmodel validate --data my_runs.csv --calibrate my_engines.yaml              # fit engine overheads
 """
 
@@ -24,9 +25,10 @@ def register(sub) -> None:
     p = sub.add_parser(
         "validate", help="compare predictions with measured runs (TTFT/TPOT errors)",
         description="Predict every row of a measurement table (serving_measured.csv schema, "
-                    "published_end_to_end.csv, per-op tables, or a vLLM/AIPerf/GenAI-Perf result JSON) "
-                    "and report per-row errors and aggregates. Rows that cannot be mapped are listed "
-                    "with the reason.")
+                    "published_end_to_end.csv, per-op tables, or a vLLM/AIPerf/GenAI-Perf/GuideLLM/inference-perf "
+                    "result JSON) and report per-row errors and aggregates. Rows that cannot be mapped are "
+                    "listed with the reason. Open-loop runs (a request rate) are simulated and reported as "
+                    "their own group.")
     p.add_argument("--data", required=True, help="measurement file (CSV, CSV.gz or benchmark result JSON)")
     p.add_argument("--efficiency", default="calibrated",
                    help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'; per-op tables also "
@@ -51,6 +53,9 @@ def register(sub) -> None:
     g.add_argument("--precision", default="",
                    help="fp8, fp8_block, fp4, int4_wo, bf16 ('' = checkpoint default; fp8 follows a block-scaled checkpoint)")
     g.add_argument("--concurrency", type=POSITIVE, help="client concurrency (default: the one in the file)")
+    g.add_argument("--arrival-process", choices=("constant", "poisson"),
+                   help="load type of an inference-perf report with no config.yaml beside it "
+                        "(default: the tool's default, constant)")
     add_format_arg(p)
     add_quiet_arg(p)
     p.set_defaults(func=run)
@@ -68,7 +73,7 @@ def _deployment(args):
     return MeasuredDeployment(system=args.system, backend=args.backend, model=args.model, tp=args.tp,
                               pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
                               replicas=args.replicas, precision=args.precision,
-                              concurrency=args.concurrency)
+                              concurrency=args.concurrency, arrival_process=args.arrival_process)
 
 
 def _print_table(run) -> None:
@@ -93,16 +98,33 @@ def _print_table(run) -> None:
     if s.get("skipped_reasons"):
         print("\nskipped:")
         print(format_table([{"reason": k, "rows": v} for k, v in s["skipped_reasons"].items()]))
+    if isinstance(s.get("open_loop"), dict):
+        _print_open_loop(s["open_loop"])
+
+
+def _print_open_loop(o: dict) -> None:
+    """The open-loop group of a serving validation: its own counts and errors, never the closed loop's."""
+    print(f"\nopen loop (request rate; simulated, {o['method'].split('; ', 1)[1]}): {o['rows']} rows, "
+          f"{o['predicted']} predicted, {o['skipped']} skipped")
+    rows = [{"metric": m, **o[m]} for m in ("tpot", "ttft") if isinstance(o.get(m), dict)]
+    if o["predicted"]:
+        print(format_table(rows, why=WHY))
+    if o.get("skipped_reasons_detail"):
+        print(format_table([{"reason": k, "rows": v} for k, v in o["skipped_reasons_detail"].items()]))
 
 
 def run(args) -> int:
+    import pandas as pd
+
     from ..validation.run import validate_file
 
     result = validate_file(args.data, efficiency=args.efficiency, engines=args.engines,
                            deployment=_deployment(args), include_anomalous=args.include_anomalous,
                            progress=progress_of(args))
-    if args.out and len(result.predictions):
-        result.predictions.to_csv(args.out, index=False)
+    if args.out and (len(result.predictions) or len(result.open_loop)):
+        parts = [result.predictions.assign(arrival="closed")] if len(result.predictions) else []
+        parts += [result.open_loop.assign(arrival="open")] if len(result.open_loop) else []
+        pd.concat(parts, ignore_index=True).to_csv(args.out, index=False)
     if args.calibrate:
         from ..calibration.engine_calibrate import calibrate_file
 

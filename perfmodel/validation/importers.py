@@ -16,6 +16,15 @@ Supported result files (format detected from the keys):
     https://docs.nvidia.com/aiperf/reference/json-export-schema (AIPerf ``JsonMetricResult``) and the
     AIPerf metrics reference (``inter_token_latency`` = (request latency − TTFT)/(output tokens − 1),
     i.e. TPOT).
+``guidellm``
+    GuideLLM ``benchmarks.json``: one row per benchmark (rate or concurrency) of the report.
+``inference-perf``
+    inference-perf ``stage_N_lifecycle_metrics.json``: one load stage.
+
+Rate-based runs (a finite vLLM ``request_rate``, AIPerf ``--request-rate``, GuideLLM ``poisson`` /
+``constant`` benchmarks, inference-perf stages) become open-loop rows (``arrival = open``, the rate and
+the arrival process; columns in :mod:`perfmodel.validation.arrivals`, file fields in
+:mod:`perfmodel.validation.openloop_import`); the others are closed-loop rows at their concurrency.
 
 The files do not say on which hardware, engine and layout the server ran: the caller supplies them in a
 :class:`MeasuredDeployment` (values found in the file, such as the model id or the concurrency, are
@@ -32,6 +41,8 @@ import pandas as pd
 
 from ..errors import PerfmodelError
 from ..fileio import read_json
+from .arrivals import ARRIVAL_COLUMNS
+from .openloop_import import aiperf_arrival, guidellm_results, inference_perf_result, vllm_arrival
 from .rows import QUANT_MODE_OF_PRECISION
 
 
@@ -55,6 +66,9 @@ class MeasuredDeployment:
         ``fp8``, ``fp4``/``nvfp4``, ``int4_wo``, ``bf16`` or '' (the checkpoint's own format).
     concurrency : int, optional
         Client concurrency (default: the one in the file).
+    arrival_process : str, optional
+        Load type of an inference-perf report with no ``config.yaml`` beside it (``constant``, the
+        tool's default, or ``poisson``).
     """
 
     system: str
@@ -68,6 +82,7 @@ class MeasuredDeployment:
     replicas: int = 1
     precision: str = ""
     concurrency: int | None = None
+    arrival_process: str | None = None
 
 
 def _stat(block: Any, name: str) -> float | None:
@@ -95,7 +110,8 @@ def _find(obj: Any, key: str) -> Any:
 
 
 def detect_format(data: dict) -> str:
-    """``'vllm'``, ``'aiperf'`` or ``'genai-perf'`` from a result file's keys.
+    """``'vllm'``, ``'aiperf'``, ``'genai-perf'``, ``'guidellm'`` or ``'inference-perf'`` from a result
+    file's keys.
 
     Raises
     ------
@@ -108,9 +124,14 @@ def detect_format(data: dict) -> str:
         config = data.get("input_config", {})
         return "aiperf" if isinstance(config, dict) and ("loadgen" in config or "endpoint" in config) \
             else "genai-perf"
+    if isinstance(data.get("benchmarks"), list):
+        return "guidellm"
+    if isinstance(data.get("load_summary"), dict) and isinstance(data.get("successes"), dict):
+        return "inference-perf"
     raise PerfmodelError("not a recognised benchmark result: expected vLLM benchmark_serving keys "
-                         "(mean_ttft_ms, mean_tpot_ms) or AIPerf/GenAI-Perf stats blocks "
-                         "(time_to_first_token, inter_token_latency)")
+                         "(mean_ttft_ms, mean_tpot_ms), AIPerf/GenAI-Perf stats blocks "
+                         "(time_to_first_token, inter_token_latency), a GuideLLM report (benchmarks) or "
+                         "an inference-perf stage report (load_summary, successes)")
 
 
 def _vllm(data: dict) -> dict[str, Any]:
@@ -119,7 +140,7 @@ def _vllm(data: dict) -> dict[str, Any]:
         raise PerfmodelError("vLLM result: 'completed' is 0 or missing (no successful requests)")
     return {"ttft_ms": float(data["mean_ttft_ms"]), "tpot_ms": float(data["mean_tpot_ms"]),
             "isl": float(data["total_input_tokens"]) / done, "osl": float(data["total_output_tokens"]) / done,
-            "concurrency": data.get("max_concurrency"), "model": data.get("model_id"),
+            "model": data.get("model_id"), **vllm_arrival(data),
             "tool": f"vllm benchmark_serving ({data.get('backend', 'backend ?')}, {data.get('date', '')})"}
 
 
@@ -131,25 +152,43 @@ def _aiperf(data: dict, tool: str) -> dict[str, Any]:
             "tpot_ms": _stat(data["inter_token_latency"], "time"),
             "isl": _stat(data.get("input_sequence_length"), "tokens"),
             "osl": _stat(data.get("output_sequence_length"), "tokens"),
-            "concurrency": _find(config, "concurrency"), "model": model, "tool": tool}
+            **aiperf_arrival(config, data, _find), "model": model, "tool": tool}
 
 
-def read_result(path: str | Path) -> dict[str, Any]:
-    """Means and run facts of one result file: ``ttft_ms, tpot_ms, isl, osl, concurrency, model, tool``."""
+def read_results(path: str | Path, arrival_process: str | None = None) -> list[dict[str, Any]]:
+    """Means and run facts of every run in one result file (a GuideLLM report holds several).
+
+    Each result has ``ttft_ms, tpot_ms, isl, osl, model, tool, format, arrival`` (``open`` or
+    ``closed``), ``concurrency`` (closed loop) or ``request_rate_rps, arrival_process, arrival_cv,
+    requests, max_concurrency`` (open loop). ``arrival_process``: see :class:`MeasuredDeployment`.
+    """
     p = Path(path)
     data = read_json(p, what="benchmark result JSON")
     if not isinstance(data, dict):
         raise PerfmodelError(f"{p}: expected a JSON object")
     fmt = detect_format(data)
-    out = _vllm(data) if fmt == "vllm" else _aiperf(data, fmt)
-    out["format"] = fmt
-    return out
+    if fmt == "guidellm":
+        out = guidellm_results(data, _find)
+    elif fmt == "inference-perf":
+        out = [inference_perf_result(data, p, arrival_process)]
+    else:
+        out = [_vllm(data) if fmt == "vllm" else _aiperf(data, fmt)]
+    return [{**r, "format": fmt} for r in out]
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """The one run of a single-run result file (see :func:`read_results`)."""
+    results = read_results(path)
+    if len(results) != 1:
+        raise PerfmodelError(f"{path}: holds {len(results)} runs; use read_results")
+    return results[0]
 
 
 def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, source: str) -> dict[str, Any]:
     """One ``serving_measured.csv`` row from :func:`read_result` output and the deployment."""
     model = deployment.model or result.get("model")
-    concurrency = deployment.concurrency or result.get("concurrency")
+    open_loop = result.get("arrival") == "open"
+    concurrency = deployment.concurrency or result.get("concurrency") or (1 if open_loop else None)
     missing = [n for n, v in (("model", model), ("concurrency", concurrency), ("isl", result.get("isl")),
                               ("osl", result.get("osl")), ("ttft", result.get("ttft_ms")),
                               ("tpot", result.get("tpot_ms"))) if v in (None, "")]
@@ -160,10 +199,13 @@ def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, sour
     per_rank = conc / max(deployment.replicas, 1) / max(deployment.attention_dp, 1)
     mode = QUANT_MODE_OF_PRECISION.get(deployment.precision.lower(), "")
     isl, osl = round(float(result["isl"])), round(float(result["osl"]))
+    load = f"r{result['request_rate_rps']:g}" if open_loop else f"c{int(conc)}"
+    bench = f"_b{result['benchmark']}" if "benchmark" in result else ""
     return {
-        "id": f"{Path(source).stem}_{deployment.system}_{deployment.backend}_{isl}x{osl}_c{int(conc)}",
-        "silicon_data_source": f"import={result['format']}; file={source}; silicon_concurrency={int(conc)}; "
-                               f"tool={result['tool']}",
+        "id": f"{Path(source).stem}{bench}_{deployment.system}_{deployment.backend}_{isl}x{osl}_{load}",
+        "silicon_data_source": f"import={result['format']}; file={source}; "
+                               + ("" if open_loop else f"silicon_concurrency={int(conc)}; ")
+                               + f"tool={result['tool']}",
         "backend": deployment.backend, "backend_version": "", "model_path": model,
         "system": deployment.system, "precision": deployment.precision, "mode": "agg",
         "isl": isl, "osl": osl, "gemm_quant_mode": mode, "moe_quant_mode": mode,
@@ -171,7 +213,18 @@ def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, sour
         "attention_dp_size": deployment.attention_dp, "moe_tp_size": deployment.moe_tp or None,
         "moe_ep_size": deployment.ep,
         "silicon_ttft_ms": float(result["ttft_ms"]), "silicon_tpot_ms": float(result["tpot_ms"]),
+        **_arrival_columns(result, deployment),
     }
+
+
+def _arrival_columns(result: dict[str, Any], deployment: MeasuredDeployment) -> dict[str, Any]:
+    """The :mod:`~perfmodel.validation.arrivals` columns of an imported run ('' where not open loop)."""
+    if result.get("arrival") != "open":
+        return {"arrival": "closed", **dict.fromkeys(ARRIVAL_COLUMNS[1:], "")}
+    return {"arrival": "open", "request_rate_rps": result["request_rate_rps"],
+            "arrival_process": result["arrival_process"], "arrival_cv": result["arrival_cv"],
+            "replicas": deployment.replicas, "requests": result.get("requests") or "",
+            "max_concurrency": result.get("max_concurrency") or ""}
 
 
 def import_results(paths, deployment: MeasuredDeployment) -> pd.DataFrame:
@@ -180,16 +233,18 @@ def import_results(paths, deployment: MeasuredDeployment) -> pd.DataFrame:
     Parameters
     ----------
     paths : str | Path | iterable of them
-        vLLM ``benchmark_serving`` or AIPerf / GenAI-Perf ``profile_export_*.json`` files.
+        vLLM ``benchmark_serving``, AIPerf / GenAI-Perf ``profile_export_*.json``, GuideLLM
+        ``benchmarks.json`` or inference-perf ``stage_N_lifecycle_metrics.json`` files.
     deployment : MeasuredDeployment
         Hardware, engine and layout the files were measured on.
 
     Returns
     -------
     pandas.DataFrame
-        One row per file, ready for :func:`perfmodel.validation.rows.map_rows` or the fit.
+        One row per run (a GuideLLM report gives one per benchmark), ready for :func:`perfmodel.validation.rows.map_rows` or the fit.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    rows = [to_measured_row(read_result(p), deployment, str(p)) for p in paths]
+    rows = [to_measured_row(r, deployment, str(p)) for p in paths
+            for r in read_results(p, deployment.arrival_process)]
     return pd.DataFrame(rows)

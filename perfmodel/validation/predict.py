@@ -55,6 +55,13 @@ def _featured(rows: pd.DataFrame) -> pd.Series:
     return (rows["spec_decode"] != "off") | (rows["prefix_hit_rate"] > 0)
 
 
+def engines_under(calibrations: Mapping[str, EngineCalibration] | None) -> dict[str, Engine]:
+    """Backend -> :class:`~perfmodel.engine.Engine` carrying ``calibrations`` (the uncalibrated presets
+    for backends it leaves out): the engines every validation path predicts with."""
+    calibrations = {**presets(), **dict(calibrations or {})}
+    return {b: Engine(c.engine(), c, True, "terms under evaluation") for b, c in calibrations.items()}
+
+
 @dataclass
 class _Batch(RowBatch):
     """Rows sharing one ``steady_state`` call: positions, inputs and their step-time tables."""
@@ -217,8 +224,7 @@ class ServingProblem:
         """Yield (positions, SteadyState) per batch: the steady state users run, under each backend's
         engine (its scheduler profile with the given terms; the terms enter the tabulated steps
         through :meth:`RowTables.adjusted` and the TTFT through the engine's request terms)."""
-        calibrations = {**presets(), **dict(calibrations or {})}
-        engines = {b: Engine(c.engine(), c, True, "terms under evaluation") for b, c in calibrations.items()}
+        engines = engines_under(calibrations)
         for backend, batches in self.disagg.items():
             if backends is None or backend in backends:
                 for b in batches:

@@ -30,6 +30,10 @@ Mapping rules (documented in ``docs/validation.md``):
   request rate spread over ``prefill_num_workers`` replicas.
 - Optional ``spec_decode``, ``prefix_hit_rate`` and ``prefix_caching`` columns: speculative decoding
   and prefix caching (:mod:`perfmodel.validation.features`); absent or empty means off.
+- Optional arrival columns (:mod:`perfmodel.validation.arrivals`): a row with ``arrival = open`` is an
+  open-loop run at a request rate. :func:`map_rows` maps closed-loop rows by default and skips open
+  ones with the reason (the closed-loop steady state must not answer for them); ``arrival="open"``
+  maps only the open ones, for :mod:`perfmodel.validation.predict_openloop`.
 - A measurement listed twice (same model, system, engine, lengths, TTFT and TPOT under two ids) is
   kept once (:func:`drop_duplicates`).
 """
@@ -46,6 +50,7 @@ from ..core.parallel import Parallel, attention_layout
 from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
+from .arrivals import open_loop_mask, row_arrival
 from .features import row_features
 from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
@@ -204,7 +209,7 @@ class Skip(Exception):
     """A row cannot be mapped; ``args[0]`` is the reason."""
 
 
-def _map_one(row: dict, policy: KVPolicy) -> dict:
+def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
     system = _text(row.get("system"))
     hardware = hardware_id(system)
     if hardware is None:
@@ -225,6 +230,8 @@ def _map_one(row: dict, policy: KVPolicy) -> dict:
     out = {"hardware": hardware, "model_key": model.id, "weights": weights, "activations": act,
            "kv_cache": kv, "total_concurrency": total, **features}
     mode = _text(row.get("mode")) or "agg"
+    if open_loop:
+        return _map_open(row, model, out, mode)
     if mode == "agg":
         tp, pp, dp, ep, mtp = _pool(row, "")
         batch = _float(row.get("batch_size"))
@@ -257,8 +264,30 @@ def _map_one(row: dict, policy: KVPolicy) -> dict:
     return out
 
 
-def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured: bool = True
-             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _map_open(row: dict, model, out: dict, mode: str) -> dict:
+    """The rest of :func:`_map_one` for an open-loop row: arrival fields and the replica layout."""
+    if mode != "agg":
+        raise Skip(f"open loop: mode {mode!r} is not simulated in validation yet (aggregated rows only)")
+    try:
+        out.update(row_arrival(row))
+    except ValueError as exc:
+        raise Skip(f"open loop: {exc}") from None
+    tp, pp, dp, ep, mtp = _pool(row, "")
+    try:
+        out.update(_layout(model, tp, pp, dp, ep, mtp))
+    except PerfmodelError as exc:
+        raise Skip(f"invalid agg layout: {exc}") from None
+    out["concurrency"] = float("nan")
+    return out
+
+
+#: Skip reason of an open-loop row met by the closed-loop mapping.
+OPEN_LOOP_SKIP = ("open loop: scored by simulation (perfmodel.validation.predict_openloop), not by the "
+                  "closed-loop steady state")
+
+
+def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured: bool = True,
+             arrival: str = "closed") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Map measured serving rows to predictable deployments.
 
     Parameters
@@ -270,6 +299,10 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
     measured : bool
         Require positive measured TTFT and TPOT (default); False maps deployments to be predicted
         only (for example a deployment to estimate), whose ``measured_*`` are then NaN.
+    arrival : {"closed", "open"}
+        Map the closed-loop rows (default; open-loop rows are skipped with :data:`OPEN_LOOP_SKIP`) or
+        only the open-loop rows (closed ones are left out, not listed), which then carry the fields
+        of :func:`~perfmodel.validation.arrivals.row_arrival` and a NaN ``concurrency``.
 
     Returns
     -------
@@ -285,14 +318,21 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
     if missing:
         raise PerfmodelError(f"measured serving rows: missing column(s) {missing}; expected the "
                              f"serving_measured.csv schema (see perfmodel/data/validation/README.md)")
+    if arrival not in ("closed", "open"):
+        raise PerfmodelError(f"map_rows: arrival={arrival!r}; allowed: 'closed', 'open'")
     mapped, skipped = [], []
+    is_open = open_loop_mask(df)
     for pos, row in enumerate(df.to_dict("records")):
         rid = _text(row.get("id")) or str(pos)
+        if is_open[pos] != (arrival == "open"):
+            if is_open[pos]:
+                skipped.append({"row": pos, "id": rid, "reason": OPEN_LOOP_SKIP})
+            continue
         ttft, tpot = _float(row.get("silicon_ttft_ms")), _float(row.get("silicon_tpot_ms"))
         try:
             if measured and not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
                 raise Skip("measured TTFT/TPOT missing or non-positive")
-            rec = _map_one(row, kv_policy)
+            rec = _map_one(row, kv_policy, open_loop=bool(is_open[pos]))
         except Skip as exc:
             skipped.append({"row": pos, "id": rid, "reason": str(exc.args[0])})
             continue

@@ -26,14 +26,16 @@ from ..engine.calibration import load_profile
 from ..errors import ConfigError, PerfmodelError, UnknownNameError
 from ..progress import Bar
 from .anomalies import flag_anomalies
+from .arrivals import open_loop_mask
 from .importers import MeasuredDeployment, import_results
 from .metrics import add_errors, error_stats, summarize
 from .models import resolve_model
-from .predict import ServingProblem
+from .predict import ServingProblem, engines_under
+from .predict_openloop import open_loop_summary, predict_open_loop
 from .published import REQUIRED_COLUMNS as PUBLISHED_COLUMNS
 from .published import validate_published
+from .rows import OPEN_LOOP_SKIP, drop_duplicates, hardware_id, map_rows
 from .rows import REQUIRED_COLUMNS as SERVING_COLUMNS
-from .rows import drop_duplicates, hardware_id, map_rows
 from .stepmodels import StepModelCache
 
 #: Per-op table kinds recognised by their columns (all also have ``latency_ms``).
@@ -71,13 +73,18 @@ class ValidationRun:
     skipped : pandas.DataFrame
         ``row``, ``id``, ``reason`` of every row not predicted.
     summary : dict
-        JSON-ready error summary (see :func:`perfmodel.validation.metrics.summarize`).
+        JSON-ready error summary (see :func:`perfmodel.validation.metrics.summarize`); open-loop serving
+        rows are summarised apart under ``open_loop``.
+    open_loop : pandas.DataFrame
+        Serving tables: the open-loop rows predicted by simulation
+        (:mod:`perfmodel.validation.predict_openloop`), never part of :attr:`predictions`.
     """
 
     kind: str
     predictions: pd.DataFrame
     skipped: pd.DataFrame
     summary: dict[str, Any] = field(default_factory=dict)
+    open_loop: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def detect_kind(columns) -> str:
@@ -141,6 +148,10 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
                      include_anomalous: bool = False, progress: bool | None = False) -> ValidationRun:
     """Predict measured serving rows and summarise the errors.
 
+    Closed-loop rows are predicted by the steady state; open-loop rows (``arrival = open``,
+    :mod:`perfmodel.validation.arrivals`) by simulation, summarised apart under ``summary["open_loop"]``
+    and returned in :attr:`ValidationRun.open_loop` (never in the closed-loop figures).
+
     Parameters
     ----------
     df : pandas.DataFrame
@@ -157,10 +168,15 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
         terminal, False never).
     """
     problem, skipped = serving_problem(df, efficiency, progress=progress)
+    skipped = skipped[skipped["reason"] != OPEN_LOOP_SKIP]
+    n_open = int(open_loop_mask(df).sum())
     calibrations, engines_used = _engine_calibrations(engines)
     predictions = add_errors(problem.predictions(calibrations)) if len(problem.rows) else \
         problem.rows.assign(tpot_pct_error=pd.Series(dtype=float), ttft_pct_error=pd.Series(dtype=float))
-    summary = summarize(predictions, skipped, rows=len(df), include_anomalous=include_anomalous)
+    summary = summarize(predictions, skipped, rows=len(df) - n_open, include_anomalous=include_anomalous)
+    open_predictions = pd.DataFrame()
+    if n_open:
+        open_predictions, summary["open_loop"] = validate_open_loop(df, efficiency, calibrations, progress)
     summary["efficiency"] = str(getattr(efficiency, "name", efficiency))
     summary["efficiency_profiles"] = {hw: profile_for(hw, efficiency).name
                                       for hw in sorted(set(problem.rows.get("hardware", [])))}
@@ -169,7 +185,22 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
     if fitted_with and summary["efficiency"] not in fitted_with:
         summary["note"] = (f"the engine parameters were fitted with efficiency={sorted(fitted_with)[0]!r}; "
                            f"with efficiency={summary['efficiency']!r} they are used outside their fit")
-    return ValidationRun("serving", predictions, skipped, summary)
+    return ValidationRun("serving", predictions, skipped, summary, open_predictions)
+
+
+def validate_open_loop(df: pd.DataFrame, efficiency, calibrations, progress: bool | None = False
+                       ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Simulate the open-loop rows of ``df`` (:mod:`perfmodel.validation.predict_openloop`).
+
+    Returns the predictions and their own summary (``rows`` counts the open-loop rows only).
+    """
+    deployments, skipped = map_rows(df, arrival="open")
+    deployments = deployments.rename(columns={"model_key": "model"})
+    predictions, not_simulated = predict_open_loop(deployments, engines_under(calibrations),
+                                                   StepModelCache(efficiency), progress) if len(deployments) \
+        else (deployments, skipped.iloc[:0])
+    skipped = pd.concat([skipped, not_simulated], ignore_index=True)
+    return predictions, open_loop_summary(predictions, skipped, int(open_loop_mask(df).sum()))
 
 
 def _engine_calibrations(engines) -> tuple[dict, str]:

@@ -1,0 +1,101 @@
+"""How the requests of a measured serving run arrived: closed loop (clients) or open loop (a rate).
+
+Optional columns of the ``serving_measured.csv`` schema (absent or empty: a closed-loop run, as every
+row of the shipped CSV):
+
+``arrival``
+    ``closed``: ``C`` clients each send their next request when the previous one finished (the
+    concurrency is ``batch_size`` per attention-DP rank, as before); ``open``: requests arrive at a
+    fixed mean rate whatever the server does (``vllm bench serve --request-rate``, GuideLLM's
+    ``poisson``/``constant`` strategies, inference-perf's rate stages, AIPerf ``--request-rate``).
+``request_rate_rps``
+    Open loop: mean arrival rate of the whole run, over all replicas [requests/s].
+``arrival_process``
+    Open loop: ``poisson`` (exponential gaps), ``gamma`` (gamma-distributed gaps with coefficient
+    of variation ``arrival_cv``; vLLM's ``--burstiness`` b gives CV = 1/sqrt(b)) or ``constant``
+    (equal gaps). Anything else is kept as written and the row is skipped with the reason.
+``arrival_cv``
+    Coefficient of variation of the gaps between arrivals (gamma; poisson 1, constant 0).
+``replicas``
+    Identical replicas sharing the open-loop rate behind one load balancer (empty: 1).
+``requests``
+    Requests the run's means are taken over (the completed ones); the simulation sends as many.
+``max_concurrency``
+    A client-side cap on requests in flight during an open-loop run (empty: none). Such a run is
+    neither open nor closed loop; it is skipped with the reason (the simulator has no client cap).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Columns describing the arrival process (all optional, see the module docstring).
+ARRIVAL_COLUMNS = ("arrival", "request_rate_rps", "arrival_process", "arrival_cv", "replicas", "requests",
+                   "max_concurrency")
+#: Open-loop arrival processes the simulator replays.
+PROCESSES = ("poisson", "gamma", "constant")
+#: Coefficient of variation the simulator's gamma gaps use for ``constant`` arrivals (it has no
+#: deterministic process): gaps within ±10 % of 1/rate at two standard deviations.
+CONSTANT_CV = 0.05
+
+
+def open_loop_mask(df: pd.DataFrame) -> np.ndarray:
+    """Rows of a serving table recorded as open loop (``arrival == "open"``, case and blanks ignored)."""
+    if "arrival" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    return df["arrival"].fillna("").astype(str).str.strip().str.lower().eq("open").to_numpy()
+
+
+def _cell(row: dict, name: str) -> Any:
+    v = row.get(name)
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == "" else v
+
+
+def _number(row: dict, name: str) -> tuple[Any, float | None]:
+    """(raw cell, its value as a float: None when empty, NaN when not a number)."""
+    raw = _cell(row, name)
+    try:
+        return raw, None if raw is None else float(raw)
+    except (TypeError, ValueError):
+        return raw, math.nan
+
+
+def row_arrival(row: dict) -> dict[str, Any]:
+    """Arrival fields of one open-loop row, checked.
+
+    Returns
+    -------
+    dict
+        ``request_rate_rps`` [1/s], ``arrival_process``, ``arrival_cv`` (the CV the simulator uses:
+        1 for poisson, :data:`CONSTANT_CV` for constant), ``replicas`` (>= 1), ``requests`` (None when
+        not recorded) and ``max_concurrency`` (None: no cap).
+
+    Raises
+    ------
+    ValueError
+        A field that is missing or not allowed, named with its value and what is allowed.
+    """
+    raw_rate, rate = _number(row, "request_rate_rps")
+    if not (rate is not None and math.isfinite(rate) and rate > 0):
+        raise ValueError(f"request_rate_rps={raw_rate!r} is not a finite rate > 0 [requests/s]")
+    process = str(_cell(row, "arrival_process") or "poisson").strip().lower()
+    if process not in PROCESSES:
+        raise ValueError(f"arrival_process={process!r} is not simulated (allowed: {', '.join(PROCESSES)})")
+    cv = 1.0 if process == "poisson" else CONSTANT_CV
+    if process == "gamma":
+        raw_cv, cv = _number(row, "arrival_cv")
+        if not (cv is not None and math.isfinite(cv) and cv > 0):
+            raise ValueError(f"arrival_cv={raw_cv!r} is not a number > 0 (gamma arrivals need one)")
+    counts = {}
+    for name in ("replicas", "requests", "max_concurrency"):
+        raw, value = _number(row, name)
+        if value is not None and not (math.isfinite(value) and value >= 1 and value == int(value)):
+            raise ValueError(f"{name}={raw!r} is not an integer >= 1")
+        counts[name] = None if value is None else int(value)
+    return {"request_rate_rps": rate, "arrival_process": process, "arrival_cv": cv,
+            "replicas": counts["replicas"] or 1, "requests": counts["requests"],
+            "max_concurrency": counts["max_concurrency"]}

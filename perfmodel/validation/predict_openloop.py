@@ -1,0 +1,196 @@
+r"""Open-loop measured rows (requests at a fixed rate) predicted by simulation, scored as their own group.
+
+A closed loop's clients wait for their answers, so its load adapts to the server; an open loop's
+requests keep arriving at rate :math:`\lambda` whatever the queue holds. The closed-loop steady state
+(:func:`perfmodel.serving.steady_state`) therefore does not answer for them: each open-loop row
+(:mod:`perfmodel.validation.arrivals`) is replayed with :func:`perfmodel.serving.simulate` on its
+configuration's step model, under its engine with the fitted terms under evaluation (request
+overhead and first-token steps included, as in every TTFT), with the recorded arrival process
+(Poisson; gamma with the recorded CV; constant as gamma with CV
+:data:`~perfmodel.validation.arrivals.CONSTANT_CV`) at the recorded total rate over ``replicas``
+replicas (least-loaded router).
+
+Each replication sends as many requests as the run completed (:data:`DEFAULT_REQUESTS` when the file
+does not say, at most :data:`MAX_REQUESTS`) and averages TTFT and TPOT over every completed request,
+as the tools do (no warm-up cut: a run that starts empty is averaged from its start). Replications
+with seeds 0, 1, ... are added until the 95 % confidence half-width of the mean over replications
+(Student t) is within :data:`TARGET_HALF_WIDTH` of the mean for both TTFT and TPOT, or
+:data:`MAX_REPLICATIONS` are done; the half-widths reached are reported per row
+(``predicted_ttft_ci_pct``, ``predicted_tpot_ci_pct``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import t as student_t
+
+from ..errors import PerfmodelError
+from ..progress import Bar
+from .arrivals import PROCESSES
+from .metrics import add_errors, by_group, summarize
+from .predict_disagg import NO_KV_REASON
+from .stepmodels import CONFIG_COLUMNS, StepModelCache
+
+#: Requests per replication when the file does not record how many the run completed.
+DEFAULT_REQUESTS = 1000
+#: Most requests simulated per replication (a longer run's mean is taken over its first ones).
+MAX_REQUESTS = 4000
+#: Confidence level of the reported half-widths.
+CONFIDENCE = 0.95
+#: Relative half-width of the mean (TTFT and TPOT) at which replications stop.
+TARGET_HALF_WIDTH = 0.05
+MIN_REPLICATIONS, MAX_REPLICATIONS = 3, 8
+#: Groups the open-loop errors are reported by.
+OPEN_GROUPS = ("arrival_process", "system", "model", "backend")
+
+
+@dataclass(frozen=True)
+class OpenLoopPrediction:
+    """Simulated means of one open-loop row over its replications (times in seconds).
+
+    ``ci_*_pct``: half-width of the 95 % confidence interval of the mean, percent of the mean;
+    ``rate_rps``: arrivals per second the simulation sent (over all replicas); ``throughput_rps``:
+    completions per second (below the rate when the deployment cannot keep up).
+    """
+
+    ttft_s: float
+    tpot_s: float
+    ci_ttft_pct: float
+    ci_tpot_pct: float
+    replications: int
+    requests: int
+    rate_rps: float
+    throughput_rps: float
+
+
+def _half_width_pct(values: np.ndarray) -> float:
+    """95 % Student-t half-width of the mean of ``values``, percent of the mean (inf for one value)."""
+    k = len(values)
+    if k < 2:
+        return float("inf")
+    mean = float(np.mean(values))
+    hw = float(student_t.ppf(0.5 + CONFIDENCE / 2, k - 1) * np.std(values, ddof=1) / np.sqrt(k))
+    return 100.0 * hw / mean if mean > 0 else float("inf")
+
+
+def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float, replicas: int = 1,
+                 requests: int | None = None, timer_cache: dict | None = None) -> OpenLoopPrediction:
+    """Mean TTFT and TPOT of an open-loop run at ``rate`` [1/s] (see the module docstring).
+
+    Parameters
+    ----------
+    step_model : StepModelLike
+        One replica's step model.
+    engine : Engine
+        Serving engine (its request and step terms apply).
+    isl, osl : int
+        Prompt and output tokens of every request.
+    rate : float
+        Mean arrival rate over all replicas [requests/s].
+    cv : float
+        Coefficient of variation of the gaps (1: Poisson; otherwise gamma).
+    replicas : int
+        Replicas behind the least-loaded router.
+    requests : int, optional
+        Requests per replication (default :data:`DEFAULT_REQUESTS`, at most :data:`MAX_REQUESTS`).
+    """
+    from ..serving import simulate
+    from ..serving.workload import Workload
+
+    n = int(min(requests or DEFAULT_REQUESTS, MAX_REQUESTS))
+    workload = Workload.fixed(int(isl), int(osl), rate=float(rate), cv=float(cv))
+    ttft, tpot, rates, thr = [], [], [], []
+    cache = {} if timer_cache is None else timer_cache
+    for seed in range(MAX_REPLICATIONS):
+        res = simulate(step_model, workload, engine=engine, replicas=int(replicas), requests=n, seed=seed,
+                       timer_cache=cache)
+        done = res.completed
+        ttft.append(float(np.mean(res.ttft_s[done])) if done.any() else np.nan)
+        tpot.append(float(np.nanmean(res.tpot_s[done])) if done.any() and osl > 1 else np.nan)
+        span = float(res.arrival_s.max() - res.arrival_s.min())
+        rates.append((res.n - 1) / span if span > 0 else np.nan)
+        thr.append(float(res.summary()["throughput_rps"]))
+        ci = (_half_width_pct(np.asarray(ttft)), _half_width_pct(np.asarray(tpot)) if osl > 1 else 0.0)
+        if seed + 1 >= MIN_REPLICATIONS and max(ci) <= 100 * TARGET_HALF_WIDTH:
+            break
+    return OpenLoopPrediction(float(np.mean(ttft)), float(np.mean(tpot)), ci[0], ci[1], len(ttft), n,
+                              float(np.nanmean(rates)), float(np.mean(thr)))
+
+
+def _why_not(r: pd.Series, engines: dict) -> str:
+    """Why an open-loop row cannot be simulated, '' when it can."""
+    if r["backend"] not in engines:
+        return f"unknown backend: {r['backend']}"
+    if r["arrival_process"] not in PROCESSES:
+        return f"open loop: arrival_process {r['arrival_process']!r} is not simulated"
+    if r.get("max_concurrency") is not None and r["max_concurrency"] == r["max_concurrency"]:
+        return (f"open loop capped at max_concurrency={int(r['max_concurrency'])} requests in flight: "
+                "the simulator has no client-side cap")
+    if r.get("spec_decode", "off") != "off" or float(r.get("prefix_hit_rate", 0) or 0) > 0:
+        return "feature: speculative decoding or prefix caching on an open-loop row is not simulated yet"
+    return ""
+
+
+def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModelCache,
+                      progress: bool | None = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulate every mapped open-loop row (``map_rows(..., arrival="open")``).
+
+    Parameters
+    ----------
+    deployments : pandas.DataFrame
+        Mapped open-loop rows (``model`` renamed from ``model_key`` as in the closed-loop path).
+    engines : dict
+        Backend -> :class:`~perfmodel.engine.Engine` with the terms under evaluation.
+    cache : StepModelCache
+        Step models by configuration.
+    progress : bool | None
+        A bar of the rows simulated.
+
+    Returns
+    -------
+    predictions : pandas.DataFrame
+        The rows with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_ttft_ci_pct``,
+        ``predicted_tpot_ci_pct``, ``replications``, ``simulated_requests``, ``simulated_rate_rps``,
+        ``simulated_throughput_rps`` and the ``*_pct_error`` columns.
+    skipped : pandas.DataFrame
+        ``row``, ``id``, ``reason`` of the rows not simulated.
+    """
+    out, skipped = [], []
+    timers: dict = {}
+    with Bar(len(deployments), "validate (open loop)", progress, unit="row") as bar:
+        for _, r in deployments.iterrows():
+            bar.update()
+            why = _why_not(r, engines)
+            if not why:
+                try:
+                    sm = cache.get(tuple(r[c] for c in CONFIG_COLUMNS))
+                    why = "" if float(sm.kv_capacity_tokens) > 0 else NO_KV_REASON
+                except PerfmodelError as exc:
+                    why = f"step model error: {exc}"
+            if why:
+                skipped.append({"row": r["row"], "id": r["id"], "reason": why})
+                continue
+            p = simulate_row(sm, engines[r["backend"]], int(r["isl"]), int(r["osl"]), r["request_rate_rps"],
+                             r["arrival_cv"], int(r["replicas"]), r["requests"], timers)
+            out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
+                        "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
+                        "replications": p.replications, "simulated_requests": p.requests,
+                        "simulated_rate_rps": p.rate_rps, "simulated_throughput_rps": p.throughput_rps})
+    preds = pd.DataFrame(out) if out else deployments.iloc[:0].assign(
+        predicted_ttft_s=pd.Series(dtype=float), predicted_tpot_s=pd.Series(dtype=float))
+    return add_errors(preds), pd.DataFrame(skipped, columns=["row", "id", "reason"])
+
+
+def open_loop_summary(predictions: pd.DataFrame, skipped: pd.DataFrame, rows: int) -> dict:
+    """Error summary of the open-loop group (same statistics as the closed-loop one, its own rows)."""
+    out = summarize(predictions, skipped, rows=rows, include_anomalous=True)
+    for key in ("anomalous", "anomalous_included"):
+        out.pop(key, None)
+    out["by"] = by_group(predictions, OPEN_GROUPS) if len(predictions) else {}
+    out["method"] = (f"simulated (perfmodel.serving.simulate), the recorded arrival process and rate; "
+                     f"replications until the {100 * CONFIDENCE:g} % confidence half-width of mean TTFT "
+                     f"and TPOT is within {100 * TARGET_HALF_WIDTH:g} % (at most {MAX_REPLICATIONS})")
+    return out
