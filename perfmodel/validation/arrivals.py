@@ -79,12 +79,12 @@ def row_arrival(row: dict) -> dict[str, Any]:
     ValueError
         A field that is missing or not allowed, named with its value and what is allowed.
     """
-    raw_rate, rate = _number(row, "request_rate_rps")
-    if not (rate is not None and math.isfinite(rate) and rate > 0):
-        raise ValueError(f"request_rate_rps={raw_rate!r} is not a finite rate > 0 [requests/s]")
     process = str(_cell(row, "arrival_process") or "poisson").strip().lower()
     if process not in PROCESSES:
         raise ValueError(f"arrival_process={process!r} is not simulated (allowed: {', '.join(PROCESSES)})")
+    raw_rate, rate = _number(row, "request_rate_rps")
+    if not (rate is not None and math.isfinite(rate) and rate > 0):
+        raise ValueError(f"request_rate_rps={raw_rate!r} is not a finite rate > 0 [requests/s]")
     cv = 1.0 if process == "poisson" else CONSTANT_CV
     if process == "gamma":
         raw_cv, cv = _number(row, "arrival_cv")

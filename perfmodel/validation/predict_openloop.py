@@ -29,7 +29,6 @@ from scipy.stats import t as student_t
 
 from ..errors import PerfmodelError
 from ..progress import Bar
-from .arrivals import PROCESSES
 from .metrics import add_errors, by_group, summarize
 from .predict_disagg import NO_KV_REASON
 from .stepmodels import CONFIG_COLUMNS, StepModelCache
@@ -124,8 +123,6 @@ def _why_not(r: pd.Series, engines: dict) -> str:
     """Why an open-loop row cannot be simulated, '' when it can."""
     if r["backend"] not in engines:
         return f"unknown backend: {r['backend']}"
-    if r["arrival_process"] not in PROCESSES:
-        return f"open loop: arrival_process {r['arrival_process']!r} is not simulated"
     if r.get("max_concurrency") is not None and r["max_concurrency"] == r["max_concurrency"]:
         return (f"open loop capped at max_concurrency={int(r['max_concurrency'])} requests in flight: "
                 "the simulator has no client-side cap")

@@ -1,0 +1,211 @@
+"""Open-loop runs (requests at a fixed rate): importers per tool, scoring by simulation, its own group.
+
+No open-loop measurement ships with the project, so the files here are synthetic; their field names
+and structure follow each tool's result writer (see ``perfmodel/validation/openloop_import.py`` for the
+sources and versions): vLLM ``vllm/benchmarks/serve.py`` ``result_json`` (``request_rate``,
+``burstiness``, ``max_concurrency``, ``completed``); AIPerf ``profile_export_aiperf.json``
+(``input_config.loadgen.request_rate`` / ``request_rate_mode``, metric blocks); GuideLLM v0.7.3
+``benchmarks.json`` (``benchmarks[i].config.strategy``, ``metrics.<name>.successful.mean``);
+inference-perf v0.6.1 ``stage_N_lifecycle_metrics.json`` (``load_summary.requested_rate``,
+``successes.latency.*`` in seconds) with its ``config.yaml`` (``load.type``) beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.core.step import StepModel
+from perfmodel.engine.calibration import load_profile
+from perfmodel.validation.arrivals import CONSTANT_CV
+from perfmodel.validation.importers import MeasuredDeployment, import_results, read_results
+from perfmodel.validation.models import resolve_model
+from perfmodel.validation.predict import engines_under
+from perfmodel.validation.predict_openloop import simulate_row
+from perfmodel.validation.rows import OPEN_LOOP_SKIP, map_rows
+from perfmodel.validation.run import validate_serving
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+DEP = MeasuredDeployment(system="h100_sxm", backend="vllm", tp=1)
+N = 120   # requests each synthetic run completed (the simulation sends as many)
+
+VLLM = {"date": "20250101-120000", "backend": "vllm", "model_id": MODEL, "num_prompts": N,
+        "request_rate": 4.0, "burstiness": 0.25, "max_concurrency": None, "duration": 50.0, "completed": N,
+        "total_input_tokens": N * 1024, "total_output_tokens": N * 128, "mean_ttft_ms": 80.0,
+        "mean_tpot_ms": 9.0}
+
+
+def _block(avg, unit="ms"):
+    return {"unit": unit, "avg": avg, "p50": avg, "p99": avg * 1.5}
+
+
+AIPERF = {"time_to_first_token": _block(75.0), "inter_token_latency": _block(8.5),
+          "input_sequence_length": _block(1024, "tokens"), "output_sequence_length": _block(128, "tokens"),
+          "request_count": {"unit": "requests", "avg": N},
+          "input_config": {"endpoint": {"model_names": [MODEL]},
+                           "loadgen": {"request_rate": 3.0, "request_rate_mode": "constant"}}}
+
+
+def _dist(mean):
+    return {"successful": {"mean": mean, "median": mean, "count": N}, "total": {"mean": mean}}
+
+
+def _guidellm_benchmark(strategy, ttft_ms, itl_ms):
+    return {"type_": "generative_benchmark", "config": {"strategy": strategy, "backend": {"model": MODEL}},
+            "metrics": {"request_totals": {"successful": N, "incomplete": 0, "errored": 0, "total": N},
+                        "time_to_first_token_ms": _dist(ttft_ms), "inter_token_latency_ms": _dist(itl_ms),
+                        "time_per_output_token_ms": _dist(itl_ms * 1.5),
+                        "prompt_token_count": _dist(1024), "output_token_count": _dist(128)}}
+
+
+GUIDELLM = {"metadata": {"version": 2, "guidellm_version": "0.7.3"},
+            "benchmarks": [_guidellm_benchmark({"type_": "synchronous"}, 60.0, 7.5),
+                           _guidellm_benchmark({"type_": "poisson", "rate": 2.0, "random_seed": 42}, 65.0, 8.0),
+                           _guidellm_benchmark({"type_": "constant", "rate": 6.0}, 70.0, 8.5),
+                           _guidellm_benchmark({"type_": "throughput", "max_concurrency": 512}, 900.0, 30.0)]}
+
+INFERENCE_PERF = {"benchmark_time_seconds": 40.0,
+                  "load_summary": {"count": N, "send_duration": 39.8, "requested_rate": 5.0, "achieved_rate": 5.02},
+                  "successes": {"count": N, "latency": {"time_to_first_token": {"mean": 0.072, "p90": 0.09},
+                                                        "time_per_output_token": {"mean": 0.0088},
+                                                        "request_latency": {"mean": 1.19}},
+                                "prompt_len": {"mean": 1024.0}, "output_len": {"mean": 128.0}},
+                  "failures": {"count": 0}}
+
+
+@pytest.fixture
+def files(tmp_path):
+    out = {}
+    for name, data in (("vllm", VLLM), ("aiperf", AIPERF), ("guidellm", GUIDELLM)):
+        out[name] = tmp_path / f"{name}.json"
+        out[name].write_text(json.dumps(data))
+    stage = tmp_path / "reports-20260101-000000"
+    stage.mkdir()
+    out["inference-perf"] = stage / "stage_0_lifecycle_metrics.json"
+    out["inference-perf"].write_text(json.dumps(INFERENCE_PERF))
+    (stage / "config.yaml").write_text("load:\n  type: poisson\n  stages:\n  - rate: 5\n    duration: 40\n")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    out["inference-perf-bare"] = bare / "stage_0_lifecycle_metrics.json"
+    out["inference-perf-bare"].write_text(json.dumps(INFERENCE_PERF))
+    return out
+
+
+def test_each_format_reads_rate_and_arrival_process(files):
+    v = read_results(files["vllm"])[0]
+    assert (v["arrival"], v["request_rate_rps"], v["arrival_process"]) == ("open", 4.0, "gamma")
+    assert v["arrival_cv"] == pytest.approx(2.0) and v["requests"] == N   # burstiness 0.25: CV 1/sqrt(0.25)
+    a = read_results(files["aiperf"])[0]
+    assert (a["arrival"], a["request_rate_rps"], a["arrival_process"], a["requests"]) == ("open", 3.0, "constant", N)
+    g = read_results(files["guidellm"])
+    assert [r["arrival"] for r in g] == ["closed", "open", "open", "open"]
+    assert g[0]["concurrency"] == 1 and (g[1]["arrival_process"], g[1]["request_rate_rps"]) == ("poisson", 2.0)
+    assert g[1]["tpot_ms"] == 8.0 and g[1]["isl"] == 1024 and g[1]["model"] == MODEL   # ITL, not TPOT-with-first
+    assert math.isnan(g[3]["request_rate_rps"]) and g[3]["arrival_process"] == "throughput"
+    i = read_results(files["inference-perf"])[0]
+    assert (i["ttft_ms"], i["tpot_ms"]) == (pytest.approx(72.0), pytest.approx(8.8))
+    assert (i["request_rate_rps"], i["arrival_process"], i["requests"]) == (5.0, "poisson", N)   # config.yaml
+    assert read_results(files["inference-perf-bare"])[0]["arrival_process"] == "constant"    # tool default
+    assert read_results(files["inference-perf-bare"], "poisson")[0]["arrival_process"] == "poisson"
+
+
+def test_closed_loop_files_stay_closed(tmp_path):
+    p = tmp_path / "closed.json"
+    p.write_text(json.dumps(dict(VLLM, request_rate="inf", max_concurrency=16)))
+    row = import_results([p], DEP).iloc[0]
+    assert row["arrival"] == "closed" and row["batch_size"] == 16 and row["request_rate_rps"] == ""
+
+
+def test_round_trip_every_format_predicts_finite_at_the_recorded_rate(files):
+    """file -> rows -> simulation: finite predictions, the simulated arrival rate is the recorded one
+    (within 4 standard errors of a rate estimated from k replications of n gaps with CV c:
+    c / sqrt(n k)), closed and open rows in separate groups, the unusable benchmark skipped by name."""
+    rows = import_results([files["vllm"], files["aiperf"], files["guidellm"], files["inference-perf"]],
+                          DEP.__class__(**{**DEP.__dict__, "model": MODEL}))
+    assert list(rows["arrival"]) == ["open", "open", "closed", "open", "open", "open", "open"]
+    run = validate_serving(rows)
+    assert run.summary["rows"] == 1 and run.summary["predicted"] == 1          # the GuideLLM synchronous one
+    o = run.summary["open_loop"]
+    assert (o["rows"], o["predicted"], o["skipped"]) == (6, 5, 1)
+    assert "arrival_process='throughput' is not simulated" in next(iter(o["skipped_reasons_detail"]))
+    p = run.open_loop
+    assert np.isfinite(p[["predicted_ttft_s", "predicted_tpot_s"]].to_numpy()).all()
+    assert o["ttft"]["n"] == 5 and set(o["by"]["arrival_process"]) == {"poisson", "gamma", "constant"}
+    for _, r in p.iterrows():
+        cv = {"poisson": 1.0, "gamma": 2.0, "constant": CONSTANT_CV}[r["arrival_process"]]
+        se = cv / math.sqrt((r["simulated_requests"] - 1) * r["replications"])
+        assert r["simulated_rate_rps"] == pytest.approx(r["request_rate_rps"], rel=4 * se + 0.01), r["id"]
+        assert r["simulated_requests"] == N and 3 <= r["replications"] <= 8
+    assert set(p["id"]).isdisjoint(run.predictions["id"])     # never mixed into the closed-loop figures
+
+
+def test_closed_loop_mapping_never_answers_for_open_rows(files):
+    rows = import_results([files["vllm"]], DEP)
+    mapped, skipped = map_rows(rows)
+    assert mapped.empty and list(skipped["reason"]) == [OPEN_LOOP_SKIP]
+    mapped, skipped = map_rows(rows, arrival="open")
+    assert skipped.empty and mapped.iloc[0]["request_rate_rps"] == 4.0 and np.isnan(mapped.iloc[0]["concurrency"])
+
+
+@pytest.mark.parametrize(("column", "value", "why"), [
+    ("request_rate_rps", "fast", "request_rate_rps='fast' is not a finite rate > 0"),
+    ("arrival_process", "bursty", "arrival_process='bursty' is not simulated"),
+    ("arrival_cv", "", "arrival_cv=None is not a number > 0"),
+    ("replicas", 1.5, "replicas=1.5 is not an integer >= 1"),
+])
+def test_bad_open_loop_fields_are_skipped_with_the_field_and_value(files, column, value, why):
+    rows = import_results([files["vllm"]], DEP).assign(**{column: value})
+    _, skipped = map_rows(rows, arrival="open")
+    assert why in skipped.iloc[0]["reason"]
+
+
+def test_a_client_cap_is_not_simulated_silently(tmp_path):
+    p = tmp_path / "capped.json"
+    p.write_text(json.dumps(dict(VLLM, max_concurrency=8)))
+    o = validate_serving(import_results([p], DEP)).summary["open_loop"]
+    assert o["predicted"] == 0 and "max_concurrency=8" in next(iter(o["skipped_reasons_detail"]))
+
+
+@pytest.fixture(scope="module")
+def replica():
+    engine = engines_under(load_profile("calibrated"))["vllm"]
+    sm = StepModel(resolve_model(MODEL), "h100-sxm", tp=1, weights="bf16", activations="bf16", kv_cache="bf16")
+    return sm, engine
+
+
+def test_far_below_capacity_ttft_is_idle_prefill_plus_request_terms(replica):
+    """At 0.02 req/s (a request every 50 s, each done in ~1 s) no request waits or shares a step: the
+    TTFT is the request overhead + one 1024-token prefill step + first_token_steps decode steps at
+    batch 1 (taken at the mean context isl + osl/2), all from the engine's step model by hand."""
+    sm, engine = replica
+    isl, osl = 1024, 128
+    prefill = float(engine.step(sm).step_time(0, 0, isl))
+    decode = float(engine.step(sm).step_time(1, isl + osl / 2, 0))
+    hand = engine.request_overhead + prefill + engine.terms.first_token_steps * decode
+    p = simulate_row(sm, engine, isl, osl, 0.02, 1.0, requests=100)
+    assert p.ttft_s == pytest.approx(hand, rel=0.02)
+    assert p.tpot_s == pytest.approx(decode, rel=0.02)
+
+
+def test_ttft_grows_toward_capacity(replica):
+    """Capacity = completions per second when overloaded (40 req/s); TTFT rises with the rate and is
+    more than twice the idle TTFT at 90 % of capacity."""
+    sm, engine = replica
+    cap = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, requests=300).throughput_rps
+    ttft = [simulate_row(sm, engine, 1024, 128, f * cap, 1.0, requests=300).ttft_s for f in (0.01, 0.5, 0.9)]
+    assert ttft[0] < ttft[1] < ttft[2] and ttft[2] > 2 * ttft[0]
+
+
+def test_cli_reports_the_open_loop_group_apart(files, capsys, tmp_path):
+    out = tmp_path / "pred.csv"
+    assert main(["validate", "--data", str(files["inference-perf"]), "--system", "h100_sxm", "--backend", "vllm",
+                 "--model", MODEL, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "open loop (request rate; simulated" in text and "1 rows, 1 predicted" in text
+    written = pd.read_csv(out)
+    assert list(written["arrival"]) == ["open"] and written["predicted_ttft_s"].notna().all()
