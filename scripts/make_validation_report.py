@@ -280,6 +280,7 @@ def write_report(o: dict, findings: str) -> None:
         _published_section(o), "",
         "## Skipped rows\n", _skipped_section(o), "",
         "## Rows flagged anomalous (physics checks, not fitted)\n", _anomaly_section(r.train), "",
+        "## Open-loop runs (request rate)\n", OPEN_LOOP,
         "## Method\n", METHOD,
     ]
     DOC.write_text("\n".join(parts) + "\n", encoding="utf-8")
@@ -526,6 +527,41 @@ def findings_text(d: dict) -> str:
    above can explain; that all three engines sit on it is part of the unexplained TTFT.
 """
 
+
+OPEN_LOOP = """\
+No open-loop measurement ships with perfmodel: every row of `serving_measured.csv` is a closed-loop run
+at a client concurrency and the request-rate column of `published_end_to_end.csv` is empty, so no
+open-loop error is claimed here.
+
+A run whose requests arrive at a fixed rate whatever the server does (`vllm bench serve
+--request-rate`, GuideLLM `poisson`/`constant` benchmarks, inference-perf rate stages, AIPerf
+`--request-rate`) is not a closed loop, and the steady state above does not answer for it. Import and
+score such runs with
+
+```bash
+perfmodel validate --data vllm-4.0qps-Llama-3.1-8B.json --system h100_sxm --backend vllm --tp 1
+perfmodel validate --data benchmarks.json --system h200_sxm --backend sglang --model Qwen/Qwen3-32B
+perfmodel validate --data reports-20260101-000000/stage_0_lifecycle_metrics.json --system b200_sxm \\
+                   --backend trtllm --model meta-llama/Llama-3.1-70B-Instruct --arrival-process poisson
+```
+
+(a GuideLLM report gives one row per benchmark; an inference-perf stage takes its load type from the
+`config.yaml` beside it, else `--arrival-process`, else the tool's default `constant`), or give a
+`serving_measured.csv`-schema table the columns `arrival` = `open`, `request_rate_rps`,
+`arrival_process` (`poisson`, `gamma` with `arrival_cv`, `constant`), `replicas`, `requests` and
+`max_concurrency` (meanings in `perfmodel/validation/arrivals.py`; field sources per tool in
+`perfmodel/validation/openloop_import.py`). Each open-loop row is simulated
+(`perfmodel.serving.simulate`) on its configuration under its engine with the fitted terms, with the
+recorded arrival process and total rate over its replicas and as many requests as the run completed
+(1000 when the file does not say, at most 4000), averaged over every completed request as the tools
+do. Seeded replications are added until the 95 % confidence half-width of the mean TTFT and TPOT is
+within 5 % (3 to 8 replications; the half-widths reached are columns of `--out`). The errors form
+their own group (`open_loop` in `--format json`, its own table otherwise), never part of the figures
+above. Skipped with the reason: runs with a client-side cap on requests in flight (vLLM
+`--max-concurrency` with a rate), GuideLLM `throughput` benchmarks, vLLM ramp-up rates, and
+disaggregated, speculative-decoding or prefix-cache rows. Constant-rate arrivals are simulated as gamma
+gaps with a coefficient of variation of 0.05 (the simulator has no deterministic process).
+"""
 
 METHOD = """\
 - **Mapping** (`perfmodel/validation/rows.py`): `system` → accelerator; `model_path` → model spec

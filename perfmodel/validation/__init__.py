@@ -12,7 +12,10 @@ Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> d
 :mod:`~perfmodel.engine.calibration` (engine parameters and profile files), :mod:`~perfmodel.calibration.engine_fit`
 (fit and cross-validation), :mod:`~perfmodel.calibration.engine_calibrate` (calibration end to end),
 :mod:`~perfmodel.validation.published` (published static-batch figures),
-:mod:`~perfmodel.validation.importers` (vLLM / AIPerf / GenAI-Perf results), :mod:`~perfmodel.validation.run`
+:mod:`~perfmodel.validation.importers` (vLLM / AIPerf / GenAI-Perf / GuideLLM / inference-perf results),
+:mod:`~perfmodel.validation.openloop_import` (arrival fields of those files),
+:mod:`~perfmodel.validation.arrivals` (open- vs closed-loop columns),
+:mod:`~perfmodel.validation.predict_openloop` (open-loop rows by simulation), :mod:`~perfmodel.validation.run`
 (entry points), :mod:`~perfmodel.validation.report` (tables and figures),
 :mod:`~perfmodel.validation.plan_regret` (the configuration ranked best vs the measured best).
 """
