@@ -26,9 +26,9 @@ from perfmodel.validation.arrivals import CONSTANT_CV
 from perfmodel.validation.importers import MeasuredDeployment, import_results, read_results
 from perfmodel.validation.models import resolve_model
 from perfmodel.validation.predict import engines_under
-from perfmodel.validation.predict_openloop import simulate_row
+from perfmodel.validation.predict_openloop import DEFAULT_REQUESTS, simulate_row
 from perfmodel.validation.rows import OPEN_LOOP_SKIP, map_rows
-from perfmodel.validation.run import validate_serving
+from perfmodel.validation.run import validate_file, validate_serving
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEP = MeasuredDeployment(system="h100_sxm", backend="vllm", tp=1)
@@ -114,6 +114,19 @@ def test_each_format_reads_rate_and_arrival_process(files):
     assert read_results(files["inference-perf-bare"], "poisson")[0]["arrival_process"] == "poisson"
 
 
+def test_guidellm_v0_3_layout(tmp_path):
+    """GuideLLM v0.3.0 (``src/guidellm/benchmark/benchmark.py``): strategy under ``args``, request totals
+    beside ``metrics``, the model in ``worker.backend_model``."""
+    b = _guidellm_benchmark({"type_": "poisson", "rate": 1.5}, 65.0, 8.0)
+    b["args"] = {"strategy": b.pop("config")["strategy"]}
+    b["request_totals"] = b["metrics"].pop("request_totals")
+    b["worker"] = {"type_": "generative_requests_worker", "backend_model": MODEL}
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps({"benchmarks": [b]}))
+    r = read_results(p)[0]
+    assert (r["request_rate_rps"], r["arrival_process"], r["requests"], r["model"]) == (1.5, "poisson", N, MODEL)
+
+
 def test_closed_loop_files_stay_closed(tmp_path):
     p = tmp_path / "closed.json"
     p.write_text(json.dumps(dict(VLLM, request_rate="inf", max_concurrency=16)))
@@ -142,6 +155,27 @@ def test_round_trip_every_format_predicts_finite_at_the_recorded_rate(files):
         assert r["simulated_rate_rps"] == pytest.approx(r["request_rate_rps"], rel=4 * se + 0.01), r["id"]
         assert r["simulated_requests"] == N and 3 <= r["replications"] <= 8
     assert set(p["id"]).isdisjoint(run.predictions["id"])     # never mixed into the closed-loop figures
+
+
+def test_mixed_table_keeps_closed_figures_and_row_positions(files, tmp_path):
+    """A CSV with closed rows and open rows (one without a request count: the default count is sent):
+    the closed-loop summary counts only the closed rows, skipped open rows keep their file position."""
+    closed = pd.read_csv("perfmodel/data/validation/serving_measured.csv").query(
+        "model_path == @MODEL and system == 'h100_sxm' and mode == 'agg'").head(2)
+    opened = import_results([files["vllm"], files["aiperf"]], DEP)
+    opened["requests"] = opened["requests"].astype(object)
+    opened.loc[1, "requests"] = ""
+    opened.loc[0, "arrival_process"] = "weibull"
+    table = pd.concat([closed, opened], ignore_index=True)
+    path = tmp_path / "mixed.csv"
+    table.to_csv(path, index=False)
+    run = validate_file(path)
+    assert run.summary["rows"] == len(closed) and not run.predictions["id"].isin(opened["id"]).any()
+    o = run.summary["open_loop"]
+    assert (o["rows"], o["predicted"]) == (2, 1) and run.open_loop.iloc[0]["simulated_requests"] == DEFAULT_REQUESTS
+    assert validate_serving(table).summary["open_loop"]["skipped"] == 1
+    _, skipped = map_rows(table, arrival="open")
+    assert list(skipped["row"]) == [len(closed)] and "weibull" in skipped.iloc[0]["reason"]
 
 
 def test_closed_loop_mapping_never_answers_for_open_rows(files):

@@ -10,7 +10,9 @@ AIPerf ``profile_export_aiperf.json`` (ai-dynamo/aiperf ``aiperf/common/config/l
     ``input_config.loadgen.request_rate``, ``request_rate_mode`` (``poisson``, the default, or
     ``constant``; ``concurrency_burst`` is a closed loop), ``concurrency`` (with a rate: a cap); the
     ``request_count`` metric block.
-GuideLLM ``benchmarks.json`` (vllm-project/guidellm v0.7.3, ``GenerativeBenchmarksReport``)
+GuideLLM ``benchmarks.json`` (vllm-project/guidellm v0.7.3, ``GenerativeBenchmarksReport``; v0.3.0 kept
+    the strategy under ``benchmarks[i].args``, ``request_totals`` beside ``metrics`` and the model
+    in ``worker.backend_model``, read too)
     ``benchmarks[i].config.strategy`` = ``{"type_": "poisson"|"constant", "rate": ...}`` (open loop),
     ``{"type_": "concurrent", "streams": C}`` or ``{"type_": "synchronous"}`` (closed loop, C or 1
     client), ``throughput`` (all at once); ``benchmarks[i].metrics`` holds one status-split
@@ -72,10 +74,11 @@ def aiperf_arrival(config: dict, data: dict, find) -> dict[str, Any]:
     """Arrival fields of an AIPerf / GenAI-Perf export: open loop when ``request_rate`` is set (mode
     ``poisson`` by default, or ``constant``), else closed loop at ``concurrency``."""
     rate = find(config, "request_rate")
-    rate = rate[0] if isinstance(rate, list) and rate else rate
+    if isinstance(rate, list):   # GenAI-Perf keeps a list (one value per profile run)
+        rate = rate[0] if len(rate) == 1 else None
     mode = str(find(config, "request_rate_mode") or "poisson").lower()
     concurrency = find(config, "concurrency")
-    if rate in (None, "") or mode == "concurrency_burst":
+    if rate is None or rate == "" or mode == "concurrency_burst":
         return _closed(concurrency)
     count = data.get("request_count")
     count = count.get("avg") if isinstance(count, dict) else count
@@ -100,10 +103,12 @@ def guidellm_results(data: dict, find) -> list[dict[str, Any]]:
         strategy = find(b.get("config") or {}, "strategy") or find(b.get("args") or {}, "strategy") or {}
         kind = str(strategy.get("type_", "")).lower()
         m = b.get("metrics") or {}
-        totals = m.get("request_totals") or {}
+        totals = m.get("request_totals") or b.get("request_totals") or {}
+        models = (find(b.get("config") or {}, "model"), find(b.get("worker") or {}, "backend_model"),
+                  find(data.get("config") or {}, "model"))
         res = {"ttft_ms": _mean(m.get("time_to_first_token_ms")), "tpot_ms": _mean(m.get("inter_token_latency_ms")),
                "isl": _mean(m.get("prompt_token_count")), "osl": _mean(m.get("output_token_count")),
-               "model": find(b.get("config") or {}, "model") or find(data.get("config") or {}, "model"),
+               "model": next((x for x in models if isinstance(x, str) and x), None),
                "tool": f"guidellm {kind} benchmark {i}", "benchmark": i}
         requests = totals.get("successful") if isinstance(totals, dict) else None
         if kind in ("poisson", "constant"):

@@ -123,7 +123,7 @@ def _why_not(r: pd.Series, engines: dict) -> str:
     """Why an open-loop row cannot be simulated, '' when it can."""
     if r["backend"] not in engines:
         return f"unknown backend: {r['backend']}"
-    if r.get("max_concurrency") is not None and r["max_concurrency"] == r["max_concurrency"]:
+    if not pd.isna(r.get("max_concurrency")):
         return (f"open loop capped at max_concurrency={int(r['max_concurrency'])} requests in flight: "
                 "the simulator has no client-side cap")
     if r.get("spec_decode", "off") != "off" or float(r.get("prefix_hit_rate", 0) or 0) > 0:
@@ -170,8 +170,9 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             if why:
                 skipped.append({"row": r["row"], "id": r["id"], "reason": why})
                 continue
+            n = r.get("requests")
             p = simulate_row(sm, engines[r["backend"]], int(r["isl"]), int(r["osl"]), r["request_rate_rps"],
-                             r["arrival_cv"], int(r["replicas"]), r["requests"], timers)
+                             r["arrival_cv"], int(r["replicas"]), None if pd.isna(n) else int(n), timers)
             out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
                         "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
                         "replications": p.replications, "simulated_requests": p.requests,
