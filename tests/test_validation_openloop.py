@@ -243,3 +243,23 @@ def test_cli_reports_the_open_loop_group_apart(files, capsys, tmp_path):
     assert "open loop (request rate; simulated" in text and "1 rows, 1 predicted" in text
     written = pd.read_csv(out)
     assert list(written["arrival"]) == ["open"] and written["predicted_ttft_s"].notna().all()
+
+
+def test_simulation_is_seeded_and_states_its_confidence(replica):
+    """Two calls give the same means (seeds 0, 1, ...); replications stop once both 95 % half-widths are
+    within 5 % of the mean, and those half-widths are the ones reported."""
+    sm, engine = replica
+    a = simulate_row(sm, engine, 512, 64, 5.0, 1.0, requests=150)
+    assert a == simulate_row(sm, engine, 512, 64, 5.0, 1.0, requests=150)
+    assert a.replications == 8 or max(a.ci_ttft_pct, a.ci_tpot_pct) <= 5.0
+    assert 0 < a.ci_ttft_pct < 100 and 0 < a.ci_tpot_pct < 100
+
+
+def test_two_replicas_at_twice_the_rate_wait_no_longer_than_one(replica):
+    """Least-loaded routing pools two replicas: at twice the rate they queue no more than one replica
+    at the rate (margin: the two reported half-widths)."""
+    sm, engine = replica
+    one = simulate_row(sm, engine, 1024, 128, 20.0, 1.0, requests=200)
+    two = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, replicas=2, requests=400)
+    assert two.rate_rps == pytest.approx(40.0, rel=0.1)
+    assert two.ttft_s <= one.ttft_s * (1 + (one.ci_ttft_pct + two.ci_ttft_pct) / 100)

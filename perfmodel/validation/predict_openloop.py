@@ -52,7 +52,8 @@ class OpenLoopPrediction:
 
     ``ci_*_pct``: half-width of the 95 % confidence interval of the mean, percent of the mean;
     ``rate_rps``: arrivals per second the simulation sent (over all replicas); ``throughput_rps``:
-    completions per second (below the rate when the deployment cannot keep up).
+    completions per second from the first arrival to the last completion (below the rate when the
+    deployment cannot keep up, and by the final drain in a short run).
     """
 
     ttft_s: float
