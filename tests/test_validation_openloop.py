@@ -240,7 +240,7 @@ def test_cli_reports_the_open_loop_group_apart(files, capsys, tmp_path):
     assert main(["validate", "--data", str(files["inference-perf"]), "--system", "h100_sxm", "--backend", "vllm",
                  "--model", MODEL, "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "open loop (request rate; simulated" in text and "1 rows, 1 predicted" in text
+    assert "open loop (request rate, simulated): 1 rows, 1 predicted" in text and "poisson" in text
     written = pd.read_csv(out)
     assert list(written["arrival"]) == ["open"] and written["predicted_ttft_s"].notna().all()
 

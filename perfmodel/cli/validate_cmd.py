@@ -92,9 +92,7 @@ def _print_table(run) -> None:
         if run.kind != "serving":
             continue
         print(f"\nby {group}:")
-        print(format_table([{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
-                             "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
-                             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()], why=WHY))
+        print(format_table(_group_rows(group, values), why=WHY))
     if s.get("skipped_reasons"):
         print("\nskipped:")
         print(format_table([{"reason": k, "rows": v} for k, v in s["skipped_reasons"].items()]))
@@ -102,13 +100,20 @@ def _print_table(run) -> None:
         _print_open_loop(s["open_loop"])
 
 
+def _group_rows(group: str, values: dict) -> list[dict]:
+    """Table rows of a serving summary's ``by[group]``: count, TPOT and TTFT median and bias [%]."""
+    return [{group: k, "n": v["n"], "tpot_median_%": v["tpot"]["median_abs_pct_error"],
+             "tpot_bias_%": v["tpot"]["bias_pct"], "ttft_median_%": v["ttft"]["median_abs_pct_error"],
+             "ttft_bias_%": v["ttft"]["bias_pct"]} for k, v in values.items()]
+
+
 def _print_open_loop(o: dict) -> None:
     """The open-loop group of a serving validation: its own counts and errors, never the closed loop's."""
-    print(f"\nopen loop (request rate; simulated, {o['method'].split('; ', 1)[1]}): {o['rows']} rows, "
-          f"{o['predicted']} predicted, {o['skipped']} skipped")
-    rows = [{"metric": m, **o[m]} for m in ("tpot", "ttft") if isinstance(o.get(m), dict)]
+    print(f"\nopen loop (request rate, simulated): {o['rows']} rows, {o['predicted']} predicted, "
+          f"{o['skipped']} skipped\n{o['method']}")
     if o["predicted"]:
-        print(format_table(rows, why=WHY))
+        print(format_table([{"metric": m, **o[m]} for m in ("tpot", "ttft")], why=WHY))
+        print(format_table(_group_rows("arrival_process", o["by"].get("arrival_process", {})), why=WHY))
     if o.get("skipped_reasons_detail"):
         print(format_table([{"reason": k, "rows": v} for k, v in o["skipped_reasons_detail"].items()]))
 
