@@ -551,15 +551,17 @@ perfmodel validate --data reports-20260101-000000/stage_0_lifecycle_metrics.json
 `arrival_process` (`poisson`, `gamma` with `arrival_cv`, `constant`), `replicas`, `requests` and
 `max_concurrency` (meanings in `perfmodel/validation/arrivals.py`; field sources per tool in
 `perfmodel/validation/openloop_import.py`). Each open-loop row is simulated
-(`perfmodel.serving.simulate`) on its configuration under its engine with the fitted terms, with the
-recorded arrival process and total rate over its replicas and as many requests as the run completed
+(`perfmodel.serving.simulate`) on its configuration under its engine with the fitted terms (a P/D row
+as its two pools with the closed-loop path's KV transfer time), with the recorded arrival process and
+total rate over its replicas and as many requests as the run completed
 (1000 when the file does not say, at most 4000), averaged over every completed request as the tools
 do. Seeded replications are added until the 95 % confidence half-width of the mean TTFT and TPOT is
 within 5 % (3 to 8 replications; the half-widths reached are columns of `--out`). The errors form
 their own group (`open_loop` in `--format json`, its own table otherwise), never part of the figures
 above. Skipped with the reason: runs with a client-side cap on requests in flight (vLLM
-`--max-concurrency` with a rate), GuideLLM `throughput` benchmarks, vLLM ramp-up rates, and
-disaggregated, speculative-decoding or prefix-cache rows. Constant-rate arrivals are simulated as gamma
+`--max-concurrency` with a rate), GuideLLM `throughput` benchmarks, vLLM ramp-up rates, P/D rows
+with `replicas` other than 1 (give the rate of one P/D system), and speculative-decoding or
+prefix-cache rows. Constant-rate arrivals are simulated as gamma
 gaps with a coefficient of variation of 0.05 (the simulator has no deterministic process).
 """
 

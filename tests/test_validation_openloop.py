@@ -263,3 +263,33 @@ def test_two_replicas_at_twice_the_rate_wait_no_longer_than_one(replica):
     two = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, replicas=2, requests=400)
     assert two.rate_rps == pytest.approx(40.0, rel=0.1)
     assert two.ttft_s <= one.ttft_s * (1 + (one.ci_ttft_pct + two.ci_ttft_pct) / 100)
+
+
+def test_disaggregated_open_loop_row_at_low_rate_is_prefill_transfer_and_request_terms():
+    """A shipped P/D row (Qwen3-32B, H100, SGLang, 5 prefill + 11 decode workers) replayed open loop at
+    0.05 req/s: TTFT = request overhead + the prompt on the prefill pool + the KV transfer
+    (request_kv_transfer_time, as the closed-loop path) + first_token_steps decode steps at batch 1,
+    by hand within 2 %; replicas other than 1 on a P/D row are skipped with the reason."""
+    from perfmodel.deployment.disagg import request_kv_transfer_time
+    from perfmodel.validation.stepmodels import StepModelCache, pool_keys
+
+    df = pd.read_csv("perfmodel/data/validation/serving_measured.csv")
+    row = df[(df.model_path == "Qwen/Qwen3-32B") & (df["mode"] == "disagg") & df.prefill_num_workers.notna()].head(1)
+    row = row.assign(arrival="open", request_rate_rps=0.05, arrival_process="poisson", requests=40)
+    p = validate_serving(row).open_loop.iloc[0]
+    m = map_rows(row, arrival="open")[0].iloc[0]
+    decode_key, prefill_key = pool_keys(m)
+    cache = StepModelCache()
+    dsm, psm = cache.get(decode_key), cache.get(prefill_key)
+    engine = engines_under(load_profile("calibrated"))["sglang"]
+    isl, osl = int(m["isl"]), int(m["osl"])
+    decode = float(engine.step(dsm).step_time(1, isl + osl / 2, 0))
+    kv = float(request_kv_transfer_time(psm, int(m["p_workers"]) * psm.devices + int(m["d_workers"]) * dsm.devices,
+                                        isl))
+    hand = engine.request_overhead + float(engine.step(psm).step_time(0, 0, isl)) + kv \
+        + engine.terms.first_token_steps * decode
+    assert (m["p_workers"], m["d_workers"]) == (5, 11)
+    assert p["predicted_ttft_s"] == pytest.approx(hand, rel=0.02)
+    assert p["predicted_tpot_s"] == pytest.approx(decode, rel=0.02)
+    o = validate_serving(row.assign(replicas=2)).summary["open_loop"]
+    assert o["predicted"] == 0 and "replicas=2 on a disaggregated row" in next(iter(o["skipped_reasons_detail"]))

@@ -17,7 +17,8 @@ row of the shipped CSV):
 ``arrival_cv``
     Coefficient of variation of the gaps between arrivals (gamma; poisson 1, constant 0).
 ``replicas``
-    Identical replicas sharing the open-loop rate behind one load balancer (empty: 1).
+    Identical replicas sharing the open-loop rate behind one load balancer (empty: 1). A
+    disaggregated row's pools are its ``prefill_num_workers`` and ``decode_num_workers``: 1 there.
 ``requests``
     Requests the run's means are taken over (the completed ones); the simulation sends as many.
 ``max_concurrency``

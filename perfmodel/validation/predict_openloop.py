@@ -5,7 +5,10 @@ requests keep arriving at rate :math:`\lambda` whatever the queue holds. The clo
 (:func:`perfmodel.serving.steady_state`) therefore does not answer for them: each open-loop row
 (:mod:`perfmodel.validation.arrivals`) is replayed with :func:`perfmodel.serving.simulate` on its
 configuration's step model, under its engine with the fitted terms under evaluation (request
-overhead and first-token steps included, as in every TTFT), with the recorded arrival process
+overhead and first-token steps included, as in every TTFT) — a P/D-disaggregated row as its two pools
+(:class:`~perfmodel.serving.simulator.Disaggregated`, the KV transfer time of
+:func:`perfmodel.deployment.disagg.request_kv_transfer_time`, the one the closed-loop path uses) —
+with the recorded arrival process
 (Poisson; gamma with the recorded CV; constant as gamma with CV
 :data:`~perfmodel.validation.arrivals.CONSTANT_CV`) at the recorded total rate over ``replicas``
 replicas (least-loaded router).
@@ -22,6 +25,7 @@ with seeds 0, 1, ... are added until the 95 % confidence half-width of the mean 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +35,7 @@ from ..errors import PerfmodelError
 from ..progress import Bar
 from .metrics import add_errors, by_group, summarize
 from .predict_disagg import NO_KV_REASON
-from .stepmodels import CONFIG_COLUMNS, StepModelCache
+from .stepmodels import CONFIG_COLUMNS, StepModelCache, pool_keys
 
 #: Requests per replication when the file does not record how many the run completed.
 DEFAULT_REQUESTS = 1000
@@ -82,8 +86,8 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
 
     Parameters
     ----------
-    step_model : StepModelLike
-        One replica's step model.
+    step_model : StepModelLike | Disaggregated
+        One replica's step model, or the two pools of a P/D-disaggregated system (``replicas`` 1).
     engine : Engine
         Serving engine (its request and step terms apply).
     isl, osl : int
@@ -132,6 +136,28 @@ def _why_not(r: pd.Series, engines: dict) -> str:
     return ""
 
 
+def _target(r: pd.Series, cache: StepModelCache) -> tuple[Any, str]:
+    """What :func:`simulate_row` replays for row ``r`` (a replica's step model, or the
+    :class:`~perfmodel.serving.simulator.Disaggregated` pools of a P/D row), or None and why not."""
+    disagg = r.get("mode") == "disagg"
+    if disagg and int(r["replicas"]) != 1:
+        return None, (f"open loop: replicas={int(r['replicas'])} on a disaggregated row (its pools' worker "
+                      "counts are the whole system; give the rate of one P/D system)")
+    keys = pool_keys(r) if disagg else (tuple(r[c] for c in CONFIG_COLUMNS),)
+    try:
+        models = [cache.get(k) for k in keys]
+    except PerfmodelError as exc:
+        return None, f"step model error: {exc}"
+    if min(float(m.kv_capacity_tokens) for m in models) <= 0:
+        return None, NO_KV_REASON
+    if not disagg:
+        return models[0], ""
+    from ..serving.simulator import Disaggregated
+
+    return Disaggregated(prefill=models[1], decode=models[0], prefill_replicas=int(r["p_workers"]),
+                         decode_replicas=int(r["d_workers"])), ""
+
+
 def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModelCache,
                       progress: bool | None = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate every mapped open-loop row (``map_rows(..., arrival="open")``).
@@ -162,17 +188,12 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
         for _, r in deployments.iterrows():
             bar.update()
             why = _why_not(r, engines)
-            if not why:
-                try:
-                    sm = cache.get(tuple(r[c] for c in CONFIG_COLUMNS))
-                    why = "" if float(sm.kv_capacity_tokens) > 0 else NO_KV_REASON
-                except PerfmodelError as exc:
-                    why = f"step model error: {exc}"
+            target, why = (None, why) if why else _target(r, cache)
             if why:
                 skipped.append({"row": r["row"], "id": r["id"], "reason": why})
                 continue
             n = r.get("requests")
-            p = simulate_row(sm, engines[r["backend"]], int(r["isl"]), int(r["osl"]), r["request_rate_rps"],
+            p = simulate_row(target, engines[r["backend"]], int(r["isl"]), int(r["osl"]), r["request_rate_rps"],
                              r["arrival_cv"], int(r["replicas"]), None if pd.isna(n) else int(n), timers)
             out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
                         "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,

@@ -230,8 +230,6 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
     out = {"hardware": hardware, "model_key": model.id, "weights": weights, "activations": act,
            "kv_cache": kv, "total_concurrency": total, **features}
     mode = _text(row.get("mode")) or "agg"
-    if open_loop:
-        return _map_open(row, model, out, mode)
     if mode == "agg":
         tp, pp, dp, ep, mtp = _pool(row, "")
         batch = _float(row.get("batch_size"))
@@ -252,7 +250,13 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
         out["d_workers"] = _degree(row["decode_num_workers"])
     else:
         raise Skip(f"unknown mode: {mode}")
-    if not np.isfinite(batch) or batch < 1:
+    if open_loop:   # requests arrive at a rate: no client count
+        try:
+            out.update(row_arrival(row))
+        except ValueError as exc:
+            raise Skip(f"open loop: {exc}") from None
+        batch = float("nan")
+    elif not np.isfinite(batch) or batch < 1:
         raise Skip("concurrency per worker (batch_size) missing")
     try:
         out.update(_layout(model, *pool[1:]))
@@ -261,23 +265,6 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
     # batch_size is per recorded attention-DP rank; attention DP inferred for uneven heads does not
     # change how many requests the run sent
     out["concurrency"] = batch * pool[3]
-    return out
-
-
-def _map_open(row: dict, model, out: dict, mode: str) -> dict:
-    """The rest of :func:`_map_one` for an open-loop row: arrival fields and the replica layout."""
-    if mode != "agg":
-        raise Skip(f"open loop: mode {mode!r} is not simulated in validation yet (aggregated rows only)")
-    try:
-        out.update(row_arrival(row))
-    except ValueError as exc:
-        raise Skip(f"open loop: {exc}") from None
-    tp, pp, dp, ep, mtp = _pool(row, "")
-    try:
-        out.update(_layout(model, tp, pp, dp, ep, mtp))
-    except PerfmodelError as exc:
-        raise Skip(f"invalid agg layout: {exc}") from None
-    out["concurrency"] = float("nan")
     return out
 
 
