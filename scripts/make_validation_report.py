@@ -560,8 +560,8 @@ within 5 % (3 to 8 replications; the half-widths reached are columns of `--out`)
 their own group (`open_loop` in `--format json`, its own table otherwise), never part of the figures
 above. Skipped with the reason: runs with a client-side cap on requests in flight (vLLM
 `--max-concurrency` with a rate), GuideLLM `throughput` benchmarks, vLLM ramp-up rates, P/D rows
-with `replicas` other than 1 (give the rate of one P/D system), and speculative-decoding or
-prefix-cache rows. Constant-rate arrivals are simulated as gamma
+with `replicas` other than 1 (give the rate of one P/D system), and P/D rows recording speculative
+decoding or a prefix-cache hit rate (aggregated rows are simulated with them). Constant-rate arrivals are simulated as gamma
 gaps with a coefficient of variation of 0.05 (the simulator has no deterministic process).
 """
 

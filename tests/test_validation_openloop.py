@@ -293,3 +293,19 @@ def test_disaggregated_open_loop_row_at_low_rate_is_prefill_transfer_and_request
     assert p["predicted_tpot_s"] == pytest.approx(decode, rel=0.02)
     o = validate_serving(row.assign(replicas=2)).summary["open_loop"]
     assert o["predicted"] == 0 and "replicas=2 on a disaggregated row" in next(iter(o["skipped_reasons_detail"]))
+
+
+def test_recorded_features_reach_the_simulation(files):
+    """A prefix-cache hit rate of 0.5 shortens the TTFT (half of each prompt is not computed); EAGLE k=3
+    at acceptance 0.7 (2.5 tokens per verification step) cuts the TPOT by more than a quarter;
+    ``spec_decode = off`` is the plain row to the last digit."""
+    rows = import_results([files["vllm"]], DEP).assign(arrival_process="poisson", requests=60)
+    table = pd.concat([rows, rows.assign(id="hit", prefix_hit_rate=0.5),
+                       rows.assign(id="spec", spec_decode="eagle:k=3,accept=0.7"),
+                       rows.assign(id="off", spec_decode="off")], ignore_index=True)
+    p = validate_serving(table).open_loop.set_index("id")
+    plain = p.loc[rows.iloc[0]["id"]]
+    assert p.loc["hit", "predicted_ttft_s"] < plain["predicted_ttft_s"]
+    assert p.loc["spec", "predicted_tpot_s"] < 0.75 * plain["predicted_tpot_s"]
+    assert p.loc["off", ["predicted_ttft_s", "predicted_tpot_s"]].tolist() == \
+        plain[["predicted_ttft_s", "predicted_tpot_s"]].tolist()

@@ -8,7 +8,8 @@ configuration's step model, under its engine with the fitted terms under evaluat
 overhead and first-token steps included, as in every TTFT) — a P/D-disaggregated row as its two pools
 (:class:`~perfmodel.serving.simulator.Disaggregated`, the KV transfer time of
 :func:`perfmodel.deployment.disagg.request_kv_transfer_time`, the one the closed-loop path uses) —
-with the recorded arrival process
+with the recorded speculative decoding and prefix-cache hit rate (:mod:`perfmodel.validation.features`,
+aggregated rows) and the recorded arrival process
 (Poisson; gamma with the recorded CV; constant as gamma with CV
 :data:`~perfmodel.validation.arrivals.CONSTANT_CV`) at the recorded total rate over ``replicas``
 replicas (least-loaded router).
@@ -24,13 +25,14 @@ with seeds 0, 1, ... are added until the 95 % confidence half-width of the mean 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from ..engine.speculative import parse_spec_decode
 from ..errors import PerfmodelError
 from ..progress import Bar
 from .metrics import add_errors, by_group, summarize
@@ -81,7 +83,8 @@ def _half_width_pct(values: np.ndarray) -> float:
 
 
 def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float, replicas: int = 1,
-                 requests: int | None = None, timer_cache: dict | None = None) -> OpenLoopPrediction:
+                 requests: int | None = None, timer_cache: dict | None = None,
+                 prefix_hit_rate: float = 0.0) -> OpenLoopPrediction:
     """Mean TTFT and TPOT of an open-loop run at ``rate`` [1/s] (see the module docstring).
 
     Parameters
@@ -100,12 +103,16 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
         Replicas behind the least-loaded router.
     requests : int, optional
         Requests per replication (default :data:`DEFAULT_REQUESTS`, at most :data:`MAX_REQUESTS`).
+    timer_cache : dict, optional
+        Step tables reused between calls (:func:`perfmodel.serving.simulate`).
+    prefix_hit_rate : float
+        Share of every prompt found in the prefix cache, [0, 1) (attended, not computed).
     """
     from ..serving import simulate
     from ..serving.workload import Workload
 
     n = int(min(requests or DEFAULT_REQUESTS, MAX_REQUESTS))
-    workload = Workload.fixed(int(isl), int(osl), rate=float(rate), cv=float(cv))
+    workload = Workload.fixed(int(isl), int(osl), rate=float(rate), cv=float(cv), prefix_hit_rate=prefix_hit_rate)
     ttft, tpot, rates, thr = [], [], [], []
     cache = {} if timer_cache is None else timer_cache
     for seed in range(MAX_REPLICATIONS):
@@ -131,8 +138,9 @@ def _why_not(r: pd.Series, engines: dict) -> str:
     if not pd.isna(r.get("max_concurrency")):
         return (f"open loop capped at max_concurrency={int(r['max_concurrency'])} requests in flight: "
                 "the simulator has no client-side cap")
-    if r.get("spec_decode", "off") != "off" or float(r.get("prefix_hit_rate", 0) or 0) > 0:
-        return "feature: speculative decoding or prefix caching on an open-loop row is not simulated yet"
+    featured = r.get("spec_decode", "off") != "off" or float(r.get("prefix_hit_rate", 0) or 0) > 0
+    if featured and r.get("mode") == "disagg":
+        return "feature: speculative decoding or prefix caching on a disaggregated row is not modelled in validation yet"
     return ""
 
 
@@ -193,8 +201,12 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
                 skipped.append({"row": r["row"], "id": r["id"], "reason": why})
                 continue
             n = r.get("requests")
-            p = simulate_row(target, engines[r["backend"]], int(r["isl"]), int(r["osl"]), r["request_rate_rps"],
-                             r["arrival_cv"], int(r["replicas"]), None if pd.isna(n) else int(n), timers)
+            engine = engines[r["backend"]]
+            if r.get("spec_decode_text", "off") != "off":
+                engine = replace(engine, spec=parse_spec_decode(r["spec_decode_text"]))
+            p = simulate_row(target, engine, int(r["isl"]), int(r["osl"]), r["request_rate_rps"], r["arrival_cv"],
+                             int(r["replicas"]), None if pd.isna(n) else int(n), timers,
+                             float(r.get("prefix_hit_rate", 0) or 0))
             out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
                         "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
                         "replications": p.replications, "simulated_requests": p.requests,
