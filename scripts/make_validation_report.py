@@ -558,8 +558,9 @@ total rate over its replicas and as many requests as the run completed
 do. Seeded replications are added until the 95 % confidence half-width of the mean TTFT and TPOT is
 within 5 % (3 to 8 replications; the half-widths reached are columns of `--out`). The errors form
 their own group (`open_loop` in `--format json`, its own table otherwise), never part of the figures
-above. Skipped with the reason: runs with a client-side cap on requests in flight (vLLM
-`--max-concurrency` with a rate), GuideLLM `throughput` benchmarks, vLLM ramp-up rates, P/D rows
+above. Skipped with the reason: runs whose client-side cap on requests in flight (vLLM
+`--max-concurrency` with a rate, AIPerf `--concurrency` with `--request-rate`) binds, i.e. the
+simulation without it exceeds it (where it stays within the cap the run is scored), GuideLLM `throughput` benchmarks, vLLM ramp-up rates, P/D rows
 with `replicas` other than 1 (give the rate of one P/D system), and P/D rows recording speculative
 decoding or a prefix-cache hit rate (aggregated rows are simulated with them). Constant-rate arrivals are simulated as gamma
 gaps with a coefficient of variation of 0.05 (the simulator has no deterministic process).

@@ -26,7 +26,7 @@ from perfmodel.validation.arrivals import CONSTANT_CV
 from perfmodel.validation.importers import MeasuredDeployment, import_results, read_results
 from perfmodel.validation.models import resolve_model
 from perfmodel.validation.predict import engines_under
-from perfmodel.validation.predict_openloop import DEFAULT_REQUESTS, simulate_row
+from perfmodel.validation.predict_openloop import DEFAULT_REQUESTS, peak_in_flight, simulate_row
 from perfmodel.validation.rows import OPEN_LOOP_SKIP, map_rows
 from perfmodel.validation.run import validate_file, validate_serving
 
@@ -198,11 +198,31 @@ def test_bad_open_loop_fields_are_skipped_with_the_field_and_value(files, column
     assert why in skipped.iloc[0]["reason"]
 
 
-def test_a_client_cap_is_not_simulated_silently(tmp_path):
-    p = tmp_path / "capped.json"
-    p.write_text(json.dumps(dict(VLLM, max_concurrency=8)))
-    o = validate_serving(import_results([p], DEP)).summary["open_loop"]
-    assert o["predicted"] == 0 and "max_concurrency=8" in next(iter(o["skipped_reasons_detail"]))
+def test_a_client_cap_is_scored_only_where_it_does_not_bind(tmp_path):
+    """vLLM ``--request-rate 4 --max-concurrency C``: with C = 2 the simulation without the cap has more
+    requests in flight (the cap binds: skipped, both numbers named); with C = 1000 it never reaches it
+    (the cap did not bind: scored as the plain open loop, same prediction)."""
+    rows = []
+    for cap in (2, 1000, None):
+        p = tmp_path / f"cap{cap}.json"
+        p.write_text(json.dumps(dict(VLLM, max_concurrency=cap, burstiness=1.0)))
+        rows.append(import_results([p], DEP))
+    run = validate_serving(pd.concat(rows, ignore_index=True))
+    o = run.summary["open_loop"]
+    assert (o["predicted"], o["skipped"]) == (2, 1)
+    reason = next(iter(o["skipped_reasons_detail"]))
+    assert "max_concurrency=2: the cap binds" in reason
+    assert int(reason.split("up to ")[1].split()[0]) > 2
+    p = run.open_loop
+    assert p["simulated_peak_in_flight"].max() <= 1000
+    assert p.iloc[0][["predicted_ttft_s", "predicted_tpot_s"]].tolist() == \
+        p.iloc[1][["predicted_ttft_s", "predicted_tpot_s"]].tolist()
+
+
+def test_peak_in_flight_by_hand():
+    assert peak_in_flight(np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])) == 1    # back to back
+    assert peak_in_flight(np.array([0.0, 0.5, 0.6]), np.array([1.0, np.nan, 0.7])) == 3  # one never ends
+    assert peak_in_flight(np.array([0.0, 0.1, 5.0]), np.array([4.0, 4.0, 6.0])) == 2
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,9 @@ row of the shipped CSV):
 ``requests``
     Requests the run's means are taken over (the completed ones); the simulation sends as many.
 ``max_concurrency``
-    A client-side cap on requests in flight during an open-loop run (empty: none). Such a run is
-    neither open nor closed loop; it is skipped with the reason (the simulator has no client cap).
+    A client-side cap on requests in flight during an open-loop run (empty: none). Where it binds the
+    run is neither open nor closed loop: scored only when the simulation without the cap stays at or
+    below it, else skipped with the reason (the simulator has no client cap).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ with the recorded speculative decoding and prefix-cache hit rate (:mod:`perfmode
 aggregated rows) and the recorded arrival process
 (Poisson; gamma with the recorded CV; constant as gamma with CV
 :data:`~perfmodel.validation.arrivals.CONSTANT_CV`) at the recorded total rate over ``replicas``
-replicas (least-loaded router).
+replicas (least-loaded router). A run with a client-side cap on requests in flight is scored only
+where the cap does not bind (the simulation never exceeds it).
 
 Each replication sends as many requests as the run completed (:data:`DEFAULT_REQUESTS` when the file
 does not say, at most :data:`MAX_REQUESTS`) and averages TTFT and TPOT over every completed request,
@@ -59,7 +60,8 @@ class OpenLoopPrediction:
     ``ci_*_pct``: half-width of the 95 % confidence interval of the mean, percent of the mean;
     ``rate_rps``: arrivals per second the simulation sent (over all replicas); ``throughput_rps``:
     completions per second from the first arrival to the last completion (below the rate when the
-    deployment cannot keep up, and by the final drain in a short run).
+    deployment cannot keep up, and by the final drain in a short run); ``peak_in_flight``: the most
+    requests sent and not yet finished at any time, over all replications (:func:`peak_in_flight`).
     """
 
     ttft_s: float
@@ -70,6 +72,7 @@ class OpenLoopPrediction:
     requests: int
     rate_rps: float
     throughput_rps: float
+    peak_in_flight: int
 
 
 def _half_width_pct(values: np.ndarray) -> float:
@@ -80,6 +83,16 @@ def _half_width_pct(values: np.ndarray) -> float:
     mean = float(np.mean(values))
     hw = float(student_t.ppf(0.5 + CONFIDENCE / 2, k - 1) * np.std(values, ddof=1) / np.sqrt(k))
     return 100.0 * hw / mean if mean > 0 else float("inf")
+
+
+def peak_in_flight(arrival_s: np.ndarray, finish_s: np.ndarray) -> int:
+    """Most requests sent and not yet finished at one time: the client-side concurrency an open-loop
+    run reached. A request finishing at the instant another arrives is not counted twice; one never
+    finished (NaN) stays in flight to the end."""
+    events = np.concatenate([np.stack([arrival_s, np.ones_like(arrival_s)], 1),
+                             np.stack([np.where(np.isnan(finish_s), np.inf, finish_s), -np.ones_like(finish_s)], 1)])
+    order = np.lexsort((events[:, 1], events[:, 0]))    # by time, departures (-1) before arrivals
+    return int(np.max(np.cumsum(events[order, 1]), initial=0))
 
 
 def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float, replicas: int = 1,
@@ -113,7 +126,7 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
 
     n = int(min(requests or DEFAULT_REQUESTS, MAX_REQUESTS))
     workload = Workload.fixed(int(isl), int(osl), rate=float(rate), cv=float(cv), prefix_hit_rate=prefix_hit_rate)
-    ttft, tpot, rates, thr = [], [], [], []
+    ttft, tpot, rates, thr, peak = [], [], [], [], 0
     cache = {} if timer_cache is None else timer_cache
     for seed in range(MAX_REPLICATIONS):
         res = simulate(step_model, workload, engine=engine, replicas=int(replicas), requests=n, seed=seed,
@@ -124,20 +137,18 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
         span = float(res.arrival_s.max() - res.arrival_s.min())
         rates.append((res.n - 1) / span if span > 0 else np.nan)
         thr.append(float(res.summary()["throughput_rps"]))
+        peak = max(peak, peak_in_flight(res.arrival_s, res.finish_s))
         ci = (_half_width_pct(np.asarray(ttft)), _half_width_pct(np.asarray(tpot)) if osl > 1 else 0.0)
         if seed + 1 >= MIN_REPLICATIONS and max(ci) <= 100 * TARGET_HALF_WIDTH:
             break
     return OpenLoopPrediction(float(np.mean(ttft)), float(np.mean(tpot)), ci[0], ci[1], len(ttft), n,
-                              float(np.nanmean(rates)), float(np.mean(thr)))
+                              float(np.nanmean(rates)), float(np.mean(thr)), peak)
 
 
 def _why_not(r: pd.Series, engines: dict) -> str:
     """Why an open-loop row cannot be simulated, '' when it can."""
     if r["backend"] not in engines:
         return f"unknown backend: {r['backend']}"
-    if not pd.isna(r.get("max_concurrency")):
-        return (f"open loop capped at max_concurrency={int(r['max_concurrency'])} requests in flight: "
-                "the simulator has no client-side cap")
     featured = r.get("spec_decode", "off") != "off" or float(r.get("prefix_hit_rate", 0) or 0) > 0
     if featured and r.get("mode") == "disagg":
         return "feature: speculative decoding or prefix caching on a disaggregated row is not modelled in validation yet"
@@ -186,7 +197,9 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
     predictions : pandas.DataFrame
         The rows with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_ttft_ci_pct``,
         ``predicted_tpot_ci_pct``, ``replications``, ``simulated_requests``, ``simulated_rate_rps``,
-        ``simulated_throughput_rps`` and the ``*_pct_error`` columns.
+        ``simulated_throughput_rps``, ``simulated_peak_in_flight`` and the ``*_pct_error`` columns. A
+        row recording a client-side cap (``max_concurrency``) is kept only when the simulation without
+        the cap never had more requests in flight (the cap did not bind), else skipped with both numbers.
     skipped : pandas.DataFrame
         ``row``, ``id``, ``reason`` of the rows not simulated.
     """
@@ -207,10 +220,17 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             p = simulate_row(target, engine, int(r["isl"]), int(r["osl"]), r["request_rate_rps"], r["arrival_cv"],
                              int(r["replicas"]), None if pd.isna(n) else int(n), timers,
                              float(r.get("prefix_hit_rate", 0) or 0))
+            cap = r.get("max_concurrency")
+            if not pd.isna(cap) and p.peak_in_flight > cap:
+                skipped.append({"row": r["row"], "id": r["id"], "reason": (
+                    f"open loop capped at max_concurrency={int(cap)}: the cap binds (up to {p.peak_in_flight} "
+                    "requests in flight simulated without it), and the simulator has no client-side cap")})
+                continue
             out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
                         "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
                         "replications": p.replications, "simulated_requests": p.requests,
-                        "simulated_rate_rps": p.rate_rps, "simulated_throughput_rps": p.throughput_rps})
+                        "simulated_rate_rps": p.rate_rps, "simulated_throughput_rps": p.throughput_rps,
+                        "simulated_peak_in_flight": p.peak_in_flight})
     preds = pd.DataFrame(out) if out else deployments.iloc[:0].assign(
         predicted_ttft_s=pd.Series(dtype=float), predicted_tpot_s=pd.Series(dtype=float))
     return add_errors(preds), pd.DataFrame(skipped, columns=["row", "id", "reason"])
