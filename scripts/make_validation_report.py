@@ -541,12 +541,13 @@ score such runs with
 ```bash
 perfmodel validate --data vllm-4.0qps-Llama-3.1-8B.json --system h100_sxm --backend vllm --tp 1
 perfmodel validate --data benchmarks.json --system h200_sxm --backend sglang --model Qwen/Qwen3-32B
-perfmodel validate --data reports-20260101-000000/stage_0_lifecycle_metrics.json --system b200_sxm \\
-                   --backend trtllm --model meta-llama/Llama-3.1-70B-Instruct --arrival-process poisson
+perfmodel validate --data reports-20260101-000000/ --system b200_sxm --backend trtllm \\
+                   --model meta-llama/Llama-3.1-70B-Instruct --tp 4 --precision fp8
 ```
 
-(a GuideLLM report gives one row per benchmark; an inference-perf stage takes its load type from the
-`config.yaml` beside it, else `--arrival-process`, else the tool's default `constant`), or give a
+(a GuideLLM report gives one row per benchmark, an inference-perf report folder one per
+`stage_N_lifecycle_metrics.json`, whose load type is read from the `config.yaml` beside them, else
+`--arrival-process`, else the tool's default `constant`), or give a
 `serving_measured.csv`-schema table the columns `arrival` = `open`, `request_rate_rps`,
 `arrival_process` (`poisson`, `gamma` with `arrival_cv`, `constant`), `replicas`, `requests` and
 `max_concurrency` (meanings in `perfmodel/validation/arrivals.py`; field sources per tool in

@@ -22,6 +22,7 @@ import pytest
 from perfmodel.cli import main
 from perfmodel.core.step import StepModel
 from perfmodel.engine.calibration import load_profile
+from perfmodel.errors import PerfmodelError
 from perfmodel.validation.arrivals import CONSTANT_CV
 from perfmodel.validation.importers import MeasuredDeployment, import_results, read_results
 from perfmodel.validation.models import resolve_model
@@ -329,3 +330,20 @@ def test_recorded_features_reach_the_simulation(files):
     assert p.loc["spec", "predicted_tpot_s"] < 0.75 * plain["predicted_tpot_s"]
     assert p.loc["off", ["predicted_ttft_s", "predicted_tpot_s"]].tolist() == \
         plain[["predicted_ttft_s", "predicted_tpot_s"]].tolist()
+
+
+def test_an_inference_perf_report_folder_gives_one_row_per_stage(files, tmp_path, capsys):
+    folder = files["inference-perf"].parent
+    later = dict(INFERENCE_PERF, load_summary={**INFERENCE_PERF["load_summary"], "requested_rate": 0.5})
+    (folder / "stage_10_lifecycle_metrics.json").write_text(json.dumps(later))
+    (folder / "summary_lifecycle_metrics.json").write_text(json.dumps(INFERENCE_PERF))   # not a stage
+    assert main(["validate", "--data", str(folder), "--system", "h100_sxm", "--backend", "vllm", "--model", MODEL,
+                 "--format", "json"]) == 0
+    o = json.loads(capsys.readouterr().out)["open_loop"]
+    assert (o["rows"], o["predicted"]) == (2, 2)
+    run = validate_file(folder, deployment=DEP.__class__(**{**DEP.__dict__, "model": MODEL}))
+    assert list(run.open_loop["request_rate_rps"]) == [5.0, 0.5]                    # by stage number
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(PerfmodelError, match="stage_N_lifecycle_metrics.json files; found none"):
+        validate_file(empty, deployment=DEP)

@@ -6,6 +6,7 @@ Examples::
     perfmodel validate --data serving_measured.csv --efficiency datasheet --out predictions.csv
     perfmodel validate --data result.json --system h100_sxm --backend vllm --tp 2   # vLLM / AIPerf JSON
     perfmodel validate --data benchmarks.json --system h100_sxm --backend vllm      # GuideLLM report
+    perfmodel validate --data reports-20260101-000000/ --system h100_sxm --backend vllm --model ...  # inference-perf
     perfmodel validate --data my_runs.csv --calibrate my_engines.yaml              # fit engine overheads
 """
 
@@ -29,7 +30,8 @@ def register(sub) -> None:
                     "result JSON) and report per-row errors and aggregates. Rows that cannot be mapped are "
                     "listed with the reason. Open-loop runs (a request rate) are simulated and reported as "
                     "their own group.")
-    p.add_argument("--data", required=True, help="measurement file (CSV, CSV.gz or benchmark result JSON)")
+    p.add_argument("--data", required=True, help="measurement file (CSV, CSV.gz or benchmark result JSON) or an "
+                                                 "inference-perf report folder (its stage_N_lifecycle_metrics.json)")
     p.add_argument("--efficiency", default="calibrated",
                    help="per-op efficiency profile: 'calibrated' (default) or 'datasheet'; per-op tables also "
                         "take 'calibrated-nokernel' (no kernel-level decode terms) and 'calibrated-plain'")
@@ -62,13 +64,15 @@ def register(sub) -> None:
 
 
 def _deployment(args):
-    if not args.data.lower().endswith(".json"):
+    from pathlib import Path
+
+    if not (args.data.lower().endswith(".json") or Path(args.data).is_dir()):
         return None
     from ..errors import ConfigError
     from ..validation.importers import MeasuredDeployment
 
     if not args.system or not args.backend:
-        raise ConfigError("--data is a benchmark result JSON: --system and --backend are required "
+        raise ConfigError("--data is a benchmark result JSON or report folder: --system and --backend are required "
                           "(with --tp/--ep/... for the layout)")
     return MeasuredDeployment(system=args.system, backend=args.backend, model=args.model, tp=args.tp,
                               pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,

@@ -13,6 +13,7 @@ and dispatches on its columns:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -404,6 +405,22 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return fileio.check_numeric(df, NUMERIC_COLUMNS.get(kind.split(":")[0], ()), path)
 
 
+def stage_reports(folder: Path) -> list[Path]:
+    """The ``stage_N_lifecycle_metrics.json`` files of an inference-perf report folder, by stage N.
+
+    Raises
+    ------
+    PerfmodelError
+        The folder holds none.
+    """
+    found = [(int(m.group(1)), f) for f in folder.iterdir()
+             if (m := re.fullmatch(r"stage_(\d+)_lifecycle_metrics\.json", f.name))]
+    if not found:
+        raise PerfmodelError(f"{folder}: a folder given as --data must be an inference-perf report folder with "
+                             "stage_N_lifecycle_metrics.json files; found none")
+    return [f for _, f in sorted(found)]
+
+
 def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated",
                   deployment: MeasuredDeployment | None = None, include_anomalous: bool = False,
                   progress: bool | None = False) -> ValidationRun:
@@ -412,7 +429,8 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
     Parameters
     ----------
     path : str | Path
-        CSV table, or a benchmark result JSON (needs ``deployment``).
+        CSV table, a benchmark result JSON or an inference-perf report folder (its
+        ``stage_N_lifecycle_metrics.json`` files, one row per stage; both need ``deployment``).
     efficiency, engines, include_anomalous
         See :func:`validate_serving`.
     progress : bool | None
@@ -422,6 +440,13 @@ def validate_file(path: str | Path, efficiency="calibrated", engines="calibrated
         Hardware / engine / layout of a benchmark result JSON.
     """
     p = Path(path)
+    if p.is_dir():
+        stages = stage_reports(p)
+        if deployment is None:
+            raise PerfmodelError(f"{p}: an inference-perf report folder needs the deployment it ran on: "
+                                 "--system, --backend, --model, --tp ...")
+        return validate_serving(import_results(stages, deployment), efficiency, engines, include_anomalous,
+                                progress)
     if p.suffix.lower() == ".json":
         if deployment is None:
             data = fileio.read_json(p)
