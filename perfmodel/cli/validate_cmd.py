@@ -82,7 +82,7 @@ def _deployment(args):
 
 def _print_table(run) -> None:
     s = run.summary
-    print(f"{run.kind}: {s.get('rows')} rows, {s.get('predicted')} predicted, {s.get('skipped')} skipped"
+    print(f"{run.kind}{' (closed loop)' if 'open_loop' in s else ''}: {s.get('rows')} rows, {s.get('predicted')} predicted, {s.get('skipped')} skipped"
           + (f", {s['anomalous']} flagged anomalous (excluded)" if s.get("anomalous") else ""))
     metrics = [m for m in METRICS if isinstance(s.get(m), dict)]
     rows = [{"metric": m, **{k: v for k, v in s[m].items()}} for m in metrics]
