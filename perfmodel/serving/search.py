@@ -10,6 +10,7 @@ simulated points form the load–latency curve that is returned with the answer.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +51,7 @@ class LoadSearch:
         False when no load that misses the target was found, so ``max_load`` is a lower bound only
         (``note`` says why the search stopped).
     note : str
-        Why the search stopped without an upper bracket ("" when bracketed).
+        Why the search stopped without an upper bracket or before ``rel_tol`` ("" otherwise).
     config : dict
         What was searched, for titles and reports: ``model``, ``hardware``, ``parallel``,
         ``precision`` (of the decode pool when disaggregated), mean ``isl`` / ``osl`` [tok],
@@ -115,7 +116,9 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
              router: str = "least_loaded", seed: int = 0, requests: int | None = None,
              horizon: float | None = None, start: float | None = None, rel_tol: float = 0.02,
              max_simulations: int = 30, warmup: float = 0.0, step_table: str = "table",
-             progress: bool | None = False, stop_below: float | None = None) -> LoadSearch:
+             progress: bool | None = False, stop_below: float | None = None,
+             timer_cache: dict | None = None,
+             decided: Callable[[float, float | None], bool] | None = None) -> LoadSearch:
     """Largest arrival rate (open loop) or concurrency (closed loop) meeting the SLO target.
 
     Parameters
@@ -143,6 +146,14 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         Stop as soon as a load at or below this one misses the target: the answer is then known to be
         below it (a caller that only needs to know whether it reaches ``stop_below`` saves the rest of
         the search). The result is the search so far; default None searches to the end.
+    decided : callable, optional
+        ``decided(lo, hi)`` with the bracket so far (lo: the highest load that met the target, hi: the
+        lowest that missed it, or None): True stops the search, for a caller whose use of the answer is
+        the same wherever in [lo, hi) it lies (a plan needs the replica count ⌈λ / answer⌉, not the
+        answer to ``rel_tol``). The result is then lo, within that bracket. Default None: to ``rel_tol``.
+    timer_cache : dict | None
+        Step tables to reuse, as for :func:`perfmodel.serving.simulate` (the search's simulations share
+        one either way; pass a dict to share them with the caller's other simulations).
 
     Returns
     -------
@@ -166,7 +177,7 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
     eng = Engine.load(engine)
     model = step_model if isinstance(step_model, Disaggregated) else resolve_step_model(step_model)
     cache: dict[float, dict[str, Any]] = {}
-    timers: dict = {}
+    timers: dict = timer_cache if timer_cache is not None else {}
 
     def norm(x: float) -> float:
         return float(max(1, round(x))) if mode == "concurrency" else float(x)
@@ -199,12 +210,15 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
 
     note = ""
 
+    def done(lo: float | None, hi: float | None) -> bool:
+        return decided is not None and lo is not None and bool(decided(lo, hi))
+
     try:
         x = norm(start if start is not None else _first_guess(model, w, eng, replicas, mode))
         lo, hi = None, None
         if attain(x) >= goal:
             lo = x
-            while len(cache) < max_simulations:
+            while len(cache) < max_simulations and not done(lo, hi):
                 if one_burst(x):
                     note = (f"all {n_fixed} requests arrive within the median TTFT at {x:g} req/s and still "
                             "meet the target: a higher rate cannot change this run, so the sustainable rate "
@@ -224,7 +238,8 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
                     lo = x
                     break
                 hi = x
-        while lo is not None and hi is not None and len(cache) < max_simulations and not below(hi):
+        while (lo is not None and hi is not None and len(cache) < max_simulations and not below(hi)
+               and not done(lo, hi)):
             if (mode == "concurrency" and hi - lo <= 1) or (mode == "rate" and (hi - lo) <= rel_tol * hi):
                 break
             mid = norm(math.sqrt(lo * hi) if hi > 2 * lo else 0.5 * (lo + hi))
@@ -238,6 +253,9 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         bar.close()
     curve = [{"load": k, **{c: v.get(c) for c in _CURVE_KEYS}} for k, v in sorted(cache.items())]
     best = lo if lo is not None else 0.0
+    if not note and done(lo, hi):
+        note = (f"stopped where the caller's decided() held, {lo:g} met the target"
+                + (f" and {hi:g} missed it" if hi is not None else "") + " (not searched to rel_tol)")
     if lo is not None and hi is None and not note:
         note = f"every load tried met the target ({len(cache)} simulations, the limit): a lower bound only"
     return LoadSearch(mode=mode, max_load=int(best) if mode == "concurrency" else best, target=goal,

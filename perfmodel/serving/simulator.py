@@ -83,10 +83,25 @@ class Disaggregated:
     decode_engine: Any = None
 
 
+def timer_identity(model: Any) -> tuple[int, ...]:
+    """What a step table depends on: the model, or for an engine-aware wrapper
+    (:class:`perfmodel.engine.step.EngineStep`, made anew by each ``Engine.step`` call) the device model,
+    the engine's fitted terms and its speculative decoding, which determine the wrapper's step times.
+
+    Identities, not values: the cached timer holds the wrapper and so keeps all three alive.
+    """
+    inner = getattr(model, "device_model", None)
+    terms = getattr(model, "engine_terms", None)
+    if inner is None or terms is None:
+        return (id(model),)
+    return (id(inner), id(terms), id(getattr(model, "spec", None)))
+
+
 def make_timer(model: StepModelLike, engine: EngineProfile, max_context: int, max_prefill: int,
                mode: str, cache: dict | None) -> StepTimer:
-    """A :class:`StepTimer`, reused from ``cache`` when it covers the needed context."""
-    key = (id(model), id(engine), mode)
+    """A :class:`StepTimer`, reused from ``cache`` when it covers the needed context (one cache can
+    serve every simulation of the same step model under the same engine)."""
+    key = (*timer_identity(model), id(engine), mode)
     if cache is not None:
         hit = cache.get(key)
         if hit is not None and hit.max_context >= max_context and hit.max_prefill >= max_prefill:
