@@ -65,6 +65,14 @@ def test_plan_example_pinned(name):
     assert got["counts"] == want["counts"]
 
 
+@pytest.mark.slow   # about 11 s of CPU: every one of the 24 feasible candidates is simulated
+def test_deepseek_example_without_pruning_ranks_the_same_winner():
+    want = json.loads(PINNED.read_text())["deepseek-v3 P/D"]["ranked"][0]
+    full = run_example("deepseek-v3 P/D", prune=False)
+    assert full["counts"]["simulated"] == 24 and full["counts"]["pruned_by"]["frontier"] == 0
+    _same({"ranked": full["ranked"][:1]}, {"ranked": [want]})
+
+
 if __name__ == "__main__":
     if "--write" not in sys.argv:
         sys.exit("usage: python -m tests.test_plan_examples_pinned --write")

@@ -76,10 +76,11 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
     by = dict.fromkeys(PRUNE_REASONS, 0)
     invalid = 0
     bar = Bar(len(tasks), "plan", progress, unit="candidate")
+    memo: dict = {}   # each distinct step model built once, shared by the candidates that use it
     for index, task in enumerate(tasks):
         c, w = task["candidate"], task["workload"]
         isl, osl = screening_lengths(w)
-        s = screen(c, task["engine"], isl, osl, task["slo"], task["rate"], task["max_replicas"])
+        s = screen(c, task["engine"], isl, osl, task["slo"], task["rate"], task["max_replicas"], memo)
         spec = task["engine"].spec.label() if task["engine"].spec is not None else "off"
         head = {"deployment": c.name, "hardware": c.hardware, **c.layout, "spec_decode": spec}
         if s["outcome"] == "invalid":

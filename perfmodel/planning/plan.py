@@ -49,7 +49,7 @@ from .. import checks
 from ..errors import ConfigError, PerfmodelError
 from ..hardware import load_hardware
 from .cost import TotalCost, power_basis, usd
-from .plan_row import plan_row
+from .plan_row import plan_row, step_tables
 from .screen import objective_key
 from .space import Candidate, enumerate_candidates
 
@@ -162,8 +162,18 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
     while allowed < task["max_replicas"] and not beyond_bound(allowed + 1):
         allowed += 1
     floor = rate / allowed if task["bound"] is not None else None
-    search = max_load(sm, w, slo, target=goal, mode="rate", engine=eng, seed=task["seed"],
-                      requests=requests, start=0.5 * x_max if x_max > 0 else None, stop_below=floor)
+    timers = step_tables(task)
+
+    def replicas_at(x: float) -> int:   # the replica count the sizing below takes at a capacity x
+        return max(1, math.ceil(rate / min(x, x_max) - 1e-9), int(task["min_replicas"]))
+
+    # the search stops once that count no longer depends on where in its bracket the capacity lies
+    # (the same count as a search to the end); with a bound it starts no lower than the rate that
+    # could still win, so a candidate that cannot win is left after one simulation
+    search = max_load(sm, w, slo, target=goal, mode="rate", engine=eng, seed=task["seed"], requests=requests,
+                      start=max(0.5 * x_max, floor or 0.0) if x_max > 0 else None, stop_below=floor,
+                      timer_cache=timers, decided=(lambda lo, hi: replicas_at(lo) == replicas_at(
+                          x_max if hi is None else hi)) if x_max > 0 else None)
     if floor is not None and any(p["load"] <= floor and p["slo_attainment"] < goal for p in search.curve):
         return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(c, "frontier", (
             f"misses the SLO at {floor:.3g} req/s per replica, so it needs more than {allowed} replicas; ranks "
@@ -185,7 +195,8 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
                 f"{replicas} replicas needed or more ({cap:.3g} req/s per replica); ranks below the best plan "
                 f"found")), "pruned_by": "frontier", "min_devices": int(replicas * sm.devices)}
         res = simulate(sm, w.with_load(rate=rate), engine=eng, replicas=replicas, seed=task["seed"],
-                       requests=max(requests, 100 * replicas, int(3 * n_cap * replicas)), slo=slo)
+                       requests=max(requests, 100 * replicas, int(3 * n_cap * replicas)), slo=slo,
+                       timer_cache=timers)
         summary = res.summary()
         if summary["slo_attainment"] >= goal or replicas >= task["max_replicas"]:
             break
@@ -348,9 +359,10 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     from ..engine.engine import Engine
 
     engines = [Engine.load(engine, spec_decode=opt) for opt in (spec_decode or (None,))]
+    timers = {} if executor is None else None   # step tables shared by every simulation in this process
     tasks = [{"candidate": c, "workload": w, "slo": s, "rate": lam, "target": s.target, "engine": e,
               "seed": seed, "requests": requests, "max_replicas": max_replicas,
-              "extra_replicas": extra_replicas, "tco": tco} for c in cands for e in engines]
+              "extra_replicas": extra_replicas, "tco": tco, "timer_cache": timers} for c in cands for e in engines]
     found = search(tasks, OBJECTIVES[objective], evaluate_candidate,
                    lambda fn, batch: map_tasks(fn, batch, executor, False, "candidates"),
                    wave=workers(executor), prune=bool(prune), progress=progress)

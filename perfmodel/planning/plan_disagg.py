@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .bounds import decode_rate_at_tpot
-from .plan_row import plan_row
+from .plan_row import plan_row, step_tables
 from .screen import objective_key
 
 
@@ -66,7 +66,7 @@ def evaluate_disaggregated(task: Mapping[str, Any]) -> dict[str, Any]:
         return {"accepted": False, "outcome": "pruned", "simulated": False, **base, "pruned_by": "frontier",
                 "reason": f"{prefill} prefill + {decode} decode workers at the TPOT limit already rank below "
                           f"the best plan found"}
-    timers: dict = {}
+    timers = step_tables(task)
     summary: dict[str, Any] = {}
     runs = 0
     for runs in range(1, 3 * (task["extra_replicas"] + 1) + 1):

@@ -1,4 +1,5 @@
-"""The ranked row of a sized plan candidate (aggregated or P/D): simulation summary, power and cost."""
+"""What the sizing of aggregated and P/D plan candidates shares: the ranked row of a sized candidate
+(simulation summary, power and cost) and the step tables its simulations reuse."""
 
 from __future__ import annotations
 
@@ -33,3 +34,11 @@ def plan_row(task: Mapping[str, Any], summary: Mapping[str, Any], name: str, dev
             "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
             "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
             "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}
+
+
+def step_tables(task: Mapping[str, Any]) -> dict:
+    """The step tables a candidate's simulations reuse (:func:`perfmodel.serving.simulate`'s
+    ``timer_cache``): the plan's shared dict when it runs in this process (candidates that share a step
+    model share its tables), else a new one per candidate."""
+    shared = task.get("timer_cache")
+    return shared if shared is not None else {}

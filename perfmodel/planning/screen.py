@@ -34,14 +34,43 @@ from .cost import TotalCost, usd_per_hour
 PRUNE_REASONS = ("memory", "speed_ceiling", "capacity", "frontier")
 
 
-def build(step_model: Any) -> Any:
-    """A step model from a :class:`~perfmodel.core.step.StepModel` keyword mapping or a step model."""
+def _memo_key(kwargs: Mapping[str, Any]) -> tuple:
+    """A hashable key of ``StepModel`` keyword arguments; unhashable values (resolved specs) by identity."""
+    def part(v: Any) -> Any:
+        try:
+            hash(v)
+        except TypeError:
+            return ("id", id(v))
+        return v
+
+    return tuple(sorted((k, part(v)) for k, v in kwargs.items()))
+
+
+def build(step_model: Any, memo: dict | None = None) -> Any:
+    """A step model from a :class:`~perfmodel.core.step.StepModel` keyword mapping or a step model.
+
+    ``memo`` (a dict the caller keeps) builds each distinct mapping once: the candidates of a plan
+    share pools (a P/D pair's prefill layout is also an aggregated candidate), so they get the same
+    step model object, whose step tables the simulations then share. A layout that fails to build
+    raises the same error each time.
+    """
     from ..core.step import StepModel
     from ..serving.protocol import resolve_step_model
 
-    if isinstance(step_model, Mapping):
+    if not isinstance(step_model, Mapping):
+        return resolve_step_model(step_model)
+    if memo is None:
         return StepModel(**dict(step_model))
-    return resolve_step_model(step_model)
+    key = _memo_key(step_model)
+    if key not in memo:
+        try:   # the mapping is kept with the result, so the identities in the key stay valid
+            memo[key] = (StepModel(**dict(step_model)), None, step_model)
+        except PerfmodelError as exc:
+            memo[key] = (None, exc, step_model)
+    built, exc, _ = memo[key]
+    if exc is not None:
+        raise exc
+    return built
 
 
 def memory_reason(sm: Any, tokens: float) -> str | None:
@@ -92,8 +121,9 @@ def objective_key(c: Any, devices: int, tco: TotalCost | None, keys: tuple[str, 
     return tuple(v if np.isfinite(v) else math.inf for v in (values[k] for k in keys))
 
 
-def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, max_replicas: int) -> dict[str, Any]:
-    """Screen one candidate under one engine (module docstring).
+def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, max_replicas: int,
+           memo: dict | None = None) -> dict[str, Any]:
+    """Screen one candidate under one engine (module docstring); ``memo`` as for :func:`build`.
 
     Returns
     -------
@@ -104,8 +134,8 @@ def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, m
         ``min_devices``.
     """
     try:
-        sm = build(c.step_model)
-        dm = build(c.decode) if c.decode is not None else None
+        sm = build(c.step_model, memo)
+        dm = build(c.decode, memo) if c.decode is not None else None
     except PerfmodelError as exc:
         return {"outcome": "invalid", "rejected_for": "layout", "reason": str(exc)}
     if dm is None:
