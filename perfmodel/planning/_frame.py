@@ -7,10 +7,12 @@ concatenations rather than a million Python objects.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def string_codes(values: np.ndarray, categories: list[str], max_scan: int = 16) -> np.ndarray:
@@ -93,6 +95,8 @@ class FrameBuilder:
 
     def build(self) -> pd.DataFrame:
         """The accumulated rows as a DataFrame (string columns categorical)."""
+        import pandas as pd
+
         data: dict[str, Any] = {}
         for col in self.columns:
             parts = self._numeric[col]

@@ -16,12 +16,13 @@ bar of the tasks done (:mod:`perfmodel.progress`; off by default).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..progress import Bar
+
+if TYPE_CHECKING:   # pandas is imported where a frame is made (it takes about 1 s to import)
+    import pandas as pd
 
 
 def _is_dask(executor: Any) -> bool:
@@ -139,4 +140,6 @@ def serving_sweep(step_models: Mapping[str, Any], workload: Any, *, rates: Itera
     tasks = [{"deployment": name, "step_model": sm, "workload": w, key: value, "replicas": int(r),
               "engine": engine, "seed": seed, "requests": requests}
              for name, sm in step_models.items() for key, value in loads for r in replicas]
+    import pandas as pd
+
     return pd.DataFrame(map_tasks(_simulate_task, tasks, executor, progress, "simulations"))

@@ -41,9 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .. import checks
 from ..errors import ConfigError, PerfmodelError
@@ -52,6 +50,9 @@ from .cost import TotalCost, power_basis, usd
 from .plan_row import plan_row, step_tables
 from .screen import objective_key
 from .space import Candidate, enumerate_candidates
+
+if TYPE_CHECKING:   # pandas is imported where a frame is made (it takes about 1 s to import)
+    import pandas as pd
 
 __all__ = ["Candidate", "PlanResult", "enumerate_candidates", "evaluate_candidate", "plan"]
 
@@ -94,6 +95,8 @@ class PlanResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """Ranked deployments (one row each)."""
+        import pandas as pd
+
         return pd.DataFrame(self.ranked)
 
     def as_dict(self) -> dict[str, Any]:

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..core.predict import predict
 from ..core.step import StepModel
@@ -41,6 +40,9 @@ from .cost import (
     usd_per_hour,
     usd_per_million_tokens,
 )
+
+if TYPE_CHECKING:   # pandas is imported where a frame is made (perfmodel.planning imports this module)
+    import pandas as pd
 
 #: Column order of :func:`sweep` results.
 COLUMNS = [
@@ -281,6 +283,8 @@ def sweep_deployments(deployments: Any, *, batch: Any = 1, isl: Any = 1024, osl:
         :func:`~perfmodel.deployment.predict_deployment` call per deployment) with a ``deployment``
         column; a deployment that cannot be built gives one row with ``valid`` False and the reason.
     """
+    import pandas as pd
+
     from ..deployment import predict_deployment
 
     items = deployments.items() if isinstance(deployments, Mapping) else (
