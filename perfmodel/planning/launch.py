@@ -116,13 +116,19 @@ class LaunchSpec:
         ``prefill_<field>`` and ``decode_<field>`` for the layout fields, ``<role>_workers`` (or
         ``<role>_num_workers``) for the replicas, and ``_size`` suffixes (``prefill_tp_size``) are read too;
         a ``<role>_layout`` label (``"tp1-adp8-ep8"``, :func:`parse_layout_label`) takes precedence, and
-        the decode pool falls back to the unprefixed fields.
+        the decode pool falls back to the unprefixed fields. A P/D row whose ``prefill_precision`` and
+        ``decode_precision`` differ raises :class:`ConfigError` (one weight format per launch spec).
         """
         inputs = inputs or {}
         model = row.get("model") or inputs.get("model")
         if not model:
             raise ConfigError("launch: the plan row names no model (give a row with 'model' or the plan inputs)")
         prof_name = engine or _profile_name(row.get("engine") or inputs.get("engine") or "vllm")
+        pools_fmt = (row.get("prefill_precision"), row.get("decode_precision"))
+        if all(isinstance(f, str) for f in pools_fmt) and pools_fmt[0] != pools_fmt[1]:
+            raise ConfigError(f"launch: the plan's pools use different weight formats (prefill {pools_fmt[0]}, "
+                              f"decode {pools_fmt[1]}); the launch configuration takes one format for both "
+                              "pools, so it is not generated for this row (pick a row with one format)")
         weights = str(row.get("precision") or row.get("weights") or inputs.get("weights") or "bf16")
         kv = str(row.get("kv_cache") or inputs.get("kv_cache") or "bf16")
         if _is_pd(row):

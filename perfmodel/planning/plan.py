@@ -1,8 +1,8 @@
 """Capacity plans: the cheapest deployments that meet a joint SLO at a target load.
 
-The search space (:mod:`perfmodel.planning.space`) is model × hardware × layout (tp; for MoE models
-attention DP and EP) × precision × speculative decoding, aggregated and, on request,
-P/D-disaggregated. Every candidate is first **screened analytically**
+The search space (:mod:`perfmodel.planning.space`) is model × hardware × layout (tp, pp; for MoE
+models attention DP and EP) × precision × speculative decoding, aggregated and, on request,
+P/D-disaggregated (with a weight format per pool on request). Every candidate is first **screened analytically**
 (:mod:`perfmodel.planning.screen`): the layout must be valid, the weights and one request's KV cache
 must fit, an idle replica's TTFT/TPOT/E2E floors must be within the SLO (the per-user speed ceiling),
 and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry
@@ -251,7 +251,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
          progress: bool | None = False, list_prices: bool | None = None,
          price_provider: str | None = None, spec_decode: Sequence[Any] = (None,),
          dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None, disaggregated: bool = False,
-         aggregated: bool = True, prune: bool = True) -> PlanResult:
+         aggregated: bool = True, prune: bool = True, pp: Sequence[int] = (1,),
+         decode_precisions: Sequence[str] | None = None) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
     Parameters
@@ -302,10 +303,17 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         sizes (default: the whole ``tp × dp_attention`` group); a replica spans ``tp × dp_attention``
         devices. The simulator runs such a replica as one scheduler (one ``max_num_seqs``, one token
         budget), so its capacity is not raised by the ranks' separate schedulers.
+    pp : sequence of int
+        Pipeline stages per replica to try (default 1 only), with every layout above: a replica spans
+        ``tp × dp_attention × pp`` devices, layers split evenly over the stages.
     disaggregated, aggregated : bool
-        Search P/D-disaggregated pairs of layouts (prefill and decode pools on the same hardware and
-        format, worker counts sized by :mod:`perfmodel.planning.plan_disagg`; default off) and
-        aggregated replicas (default on).
+        Search P/D-disaggregated pairs of layouts (prefill and decode pools on the same hardware,
+        worker counts sized by :mod:`perfmodel.planning.plan_disagg`; default off) and aggregated
+        replicas (default on).
+    decode_precisions : sequence of str, optional
+        Weight formats of the decode pool of P/D candidates, each paired with every format of
+        ``precisions`` for the prefill pool (e.g. ``precisions=["fp8"], decode_precisions=["nvfp4"]``);
+        None (default): both pools use the same format. Needs ``disaggregated=True``.
     prune : bool
         Simulate only candidates whose analytic lower bound could beat the best plan found (default).
         False simulates every feasible candidate (the full ranking; same best plan, slower).
@@ -326,6 +334,10 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     tp = [checks.count(t, "tp") for t in tp]
     dp_attention = [checks.count(d, "dp_attention") for d in dp_attention]
     ep = [checks.count(e, "ep") for e in ep] if ep else None
+    pp = [checks.count(p, "pp") for p in pp]
+    if decode_precisions is not None and not disaggregated:
+        raise ConfigError(f"decode_precisions: {list(decode_precisions)} sets the decode pool of P/D candidates; "
+                          "allowed only with disaggregated=True (--disaggregated)")
     if target is not None:
         target = checks.real(target, "target (attainment fraction)", 0, 1, lo_open=True)
     w = load_workload(workload)
@@ -347,8 +359,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     list_rows: dict[str, Any] = {}
     cands = []
     space = {"precisions": list(precisions), "tp": tp, "dp_attention": dp_attention,
-             "ep": ep if ep else "tp x dp_attention (wide EP)", "aggregated": bool(aggregated),
-             "disaggregated": bool(disaggregated)}
+             "ep": ep if ep else "tp x dp_attention (wide EP)", "pp": pp, "aggregated": bool(aggregated),
+             "disaggregated": bool(disaggregated),
+             "decode_precisions": list(decode_precisions) if decode_precisions is not None else "same as prefill"}
     for c in _resolve_candidates(model, candidates, hardware, space):
         pb = c.power
         if pb is None and c.hardware is not None:
@@ -397,7 +410,9 @@ def _resolve_candidates(model: str | None, candidates: Sequence[Any] | None, har
         return enumerate_candidates(model, hardware, space["precisions"], space["tp"],
                                     dp_attention=space["dp_attention"],
                                     ep=space["ep"] if isinstance(space["ep"], list) else None,
-                                    disaggregated=space["disaggregated"], aggregated=space["aggregated"])
+                                    disaggregated=space["disaggregated"], aggregated=space["aggregated"],
+                                    pp=space["pp"], decode_precisions=space["decode_precisions"]
+                                    if isinstance(space["decode_precisions"], list) else None)
     out = []
     for k, c in enumerate(candidates):
         if isinstance(c, Candidate):

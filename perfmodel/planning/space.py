@@ -4,14 +4,20 @@ A candidate is one *replica design* (aggregated: one step model; disaggregated: 
 decode step model); how many replicas or workers it needs is decided later by :func:`plan`.
 For each hardware and weight format the space holds
 
-- **layouts** ``tp × dp_attention`` devices per replica, within the hardware's scale-up domain. Dense
-  models use tensor parallelism only. MoE models also take attention data parallelism
-  (``dp_attention`` ranks of ``tp`` devices each) and expert parallelism ``ep`` over the group of
-  ``g = tp × dp_attention`` devices; the default ``ep = g`` (wide EP: every device holds ``E/g``
-  experts, ``moe_tp = 1``), other ``ep`` values dividing ``g`` give ``moe_tp = g / ep``;
-- **aggregated** candidates, one per layout;
+- **layouts** ``tp × dp_attention × pp`` devices per replica. Dense models use tensor parallelism
+  only. MoE models also take attention data parallelism (``dp_attention`` ranks of ``tp`` devices
+  each) and expert parallelism ``ep`` over the group of ``g = tp × dp_attention`` devices; the default
+  ``ep = g`` (wide EP: every device holds ``E/g`` experts, ``moe_tp = 1``), other ``ep`` values
+  dividing ``g`` give ``moe_tp = g / ep``. Every layout is also tried with each pipeline depth ``pp``
+  (layers split evenly over ``pp`` stages; default 1 only): what a model too large for one
+  scale-up domain needs. A system id (``hgx-h100``) holds at most its device count per replica;
+  name the accelerator (``h100-sxm``) for a replica spanning systems;
+- **aggregated** candidates, one per layout and weight format;
 - **P/D-disaggregated** candidates (``disaggregated=True``), one per (prefill layout, decode layout)
-  pair on the same hardware and format; the pools' worker counts are sized by :func:`plan`.
+  pair on the same hardware, and per (prefill format, decode format) pair: the same format in both
+  pools, or with ``decode_precisions`` every prefill format × every decode format (an FP8 prefill pool
+  feeding an NVFP4 decode pool; the KV cache format is shared, since the cache crosses between them).
+  The pools' worker counts are sized by :func:`plan`.
 
 Layouts the model or hardware rejects are kept: :func:`plan` reports them with the reason.
 """
@@ -78,29 +84,33 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Layout:
-    """Parallel layout of one replica: ``tp × dp_attention`` devices, experts over ``ep`` of them."""
+    """Parallel layout of one replica: ``tp × dp_attention × pp`` devices, experts over ``ep`` of a stage's."""
 
     tp: int
     dp_attention: int = 1
     ep: int = 1
+    pp: int = 1
 
     @property
     def devices(self) -> int:
-        return self.tp * self.dp_attention
+        return self.tp * self.dp_attention * self.pp
 
     def label(self) -> str:
-        """``tp8``, ``tp1-adp8-ep8``... (:meth:`perfmodel.core.parallel.Parallel.label`)."""
+        """``tp8``, ``tp8-pp2``, ``tp1-adp8-ep8``... (:meth:`perfmodel.core.parallel.Parallel.label`)."""
         from ..core.parallel import Parallel
 
-        return Parallel(tp=self.tp, dp_attention=self.dp_attention, ep=self.ep).label()
+        return Parallel(tp=self.tp, pp=self.pp, dp_attention=self.dp_attention, ep=self.ep).label()
 
     def kwargs(self) -> dict[str, int]:
-        return {"tp": self.tp, "dp_attention": self.dp_attention, "ep": self.ep}
+        """``StepModel`` keyword arguments (``pp`` only when > 1)."""
+        return {"tp": self.tp, "dp_attention": self.dp_attention, "ep": self.ep,
+                **({"pp": self.pp} if self.pp > 1 else {})}
 
 
 def layouts(moe: bool, tp: Sequence[int], dp_attention: Sequence[int] = (1,),
-            ep: Sequence[int] | None = None) -> list[Layout]:
-    """Layouts to try: every ``tp``; for MoE models × every ``dp_attention`` × every ``ep`` dividing the group.
+            ep: Sequence[int] | None = None, pp: Sequence[int] = (1,)) -> list[Layout]:
+    """Layouts to try: every ``tp``; for MoE models × every ``dp_attention`` × every ``ep`` dividing the
+    group; each × every ``pp``.
 
     Parameters
     ----------
@@ -111,23 +121,27 @@ def layouts(moe: bool, tp: Sequence[int], dp_attention: Sequence[int] = (1,),
     ep : sequence of int, optional
         Expert-parallel sizes; None = the whole group ``tp × dp_attention`` (wide EP). A value that does
         not divide the group is skipped for that group.
+    pp : sequence of int
+        Pipeline stages (default 1 only).
     """
+    stages = [int(p) for p in dict.fromkeys(pp)]
     if not moe:
-        return [Layout(int(t)) for t in dict.fromkeys(tp)]
+        return [Layout(int(t), pp=p) for t in dict.fromkeys(tp) for p in stages]
     out = []
     for t in dict.fromkeys(tp):
         for d in dict.fromkeys(dp_attention):
             group = int(t) * int(d)
             for e in (dict.fromkeys(ep) if ep else (group,)):
                 if group % int(e) == 0:
-                    out.append(Layout(int(t), int(d), int(e)))
+                    out.extend(Layout(int(t), int(d), int(e), p) for p in stages)
     return out
 
 
 def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequence[str] = ("bf16",),
                          tp: Sequence[int] = (1, 2, 4, 8), kv_cache: str | None = None, *,
                          dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None,
-                         disaggregated: bool = False, aggregated: bool = True) -> list[Candidate]:
+                         disaggregated: bool = False, aggregated: bool = True, pp: Sequence[int] = (1,),
+                         decode_precisions: Sequence[str] | None = None) -> list[Candidate]:
     """Candidate replicas for a model on each hardware (see the module docstring).
 
     Parameters
@@ -137,9 +151,13 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
     hardware : sequence of str or spec
         Hardware ids, aliases, YAML paths or resolved specs.
     precisions : sequence of str
-        Weight formats (both pools of a P/D candidate use the same).
-    tp, dp_attention, ep
+        Weight formats (of aggregated replicas; of both pools of a P/D candidate unless
+        ``decode_precisions`` is given).
+    tp, dp_attention, ep, pp
         Layouts (:func:`layouts`).
+    decode_precisions : sequence of str, optional
+        Weight formats of the decode pool of P/D candidates, each paired with every prefill format of
+        ``precisions`` (None: the prefill pool's format, one pair per format).
     kv_cache : str, optional
         KV-cache format (default bf16).
     disaggregated, aggregated : bool
@@ -153,30 +171,41 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
     if not (aggregated or disaggregated):
         raise ConfigError("plan: the search space is empty: allow aggregated or disaggregated candidates")
     spec = load_model(model)
-    shapes = layouts(spec.moe is not None, tp, dp_attention, ep)
+    shapes = layouts(spec.moe is not None, tp, dp_attention, ep, pp)
     out = []
     for hw in hardware:
         hw_spec = load_hardware(hw)  # an id, alias or YAML path; the spec itself travels with the candidate
         acc_id = hw_spec.id
-        for prec in precisions:
-            def kwargs(lay: Layout, prec: str = prec, hw_spec: Any = hw_spec) -> dict[str, Any]:
-                kw = {"model": spec, "hardware": hw_spec, "weights": prec, "kv_cache": kv_cache or "bf16",
-                      **lay.kwargs()}
-                return kw if spec.moe is not None else {k: v for k, v in kw.items() if k not in ("ep", "dp_attention")}
 
+        def kwargs(lay: Layout, prec: str, hw_spec: Any = hw_spec) -> dict[str, Any]:
+            kw = {"model": spec, "hardware": hw_spec, "weights": prec, "kv_cache": kv_cache or "bf16",
+                  **lay.kwargs()}
+            return kw if spec.moe is not None else {k: v for k, v in kw.items() if k not in ("ep", "dp_attention")}
+
+        for prec in precisions:
             if aggregated:
                 for lay in shapes:
-                    out.append(Candidate(f"{lay.devices}x {acc_id} {lay.label()} {prec}", kwargs(lay), acc_id,
-                                         layout={"mode": "aggregated", "tp": lay.tp, "pp": 1, "ep": lay.ep,
+                    out.append(Candidate(f"{lay.devices}x {acc_id} {lay.label()} {prec}", kwargs(lay, prec), acc_id,
+                                         layout={"mode": "aggregated", "tp": lay.tp, "pp": lay.pp, "ep": lay.ep,
                                                  "dp_attention": lay.dp_attention, "precision": prec},
                                          spec=hw_spec))
             if disaggregated:
-                for pre in shapes:
-                    for dec in shapes:
-                        out.append(Candidate(
-                            f"P/D {acc_id} prefill {pre.label()} + decode {dec.label()} {prec}", kwargs(pre),
-                            acc_id, layout={"mode": "disaggregated", "tp": dec.tp, "pp": 1, "ep": dec.ep,
-                                            "dp_attention": dec.dp_attention, "prefill_layout": pre.label(),
-                                            "decode_layout": dec.label(), "precision": prec},
-                            spec=hw_spec, decode=kwargs(dec)))
+                for dprec in (decode_precisions or (prec,)):
+                    for pre in shapes:
+                        for dec in shapes:
+                            out.append(_pd_candidate(acc_id, hw_spec, pre, dec, prec, dprec, kwargs))
     return out
+
+
+def _pd_candidate(acc_id: str, hw_spec: Any, pre: Layout, dec: Layout, prec: str, dprec: str,
+                  kwargs: Any) -> Candidate:
+    """A P/D pair: prefill layout and format, decode layout and format (named once when they agree)."""
+    name = (f"P/D {acc_id} prefill {pre.label()} + decode {dec.label()} {prec}" if prec == dprec else
+            f"P/D {acc_id} prefill {pre.label()} {prec} + decode {dec.label()} {dprec}")
+    return Candidate(name, kwargs(pre, prec), acc_id,
+                     layout={"mode": "disaggregated", "tp": dec.tp, "pp": dec.pp, "ep": dec.ep,
+                             "dp_attention": dec.dp_attention, "prefill_layout": pre.label(),
+                             "decode_layout": dec.label(),
+                             "precision": prec if prec == dprec else f"{prec} prefill, {dprec} decode",
+                             "prefill_precision": prec, "decode_precision": dprec},
+                     spec=hw_spec, decode=kwargs(dec, dprec))
