@@ -85,3 +85,31 @@ def test_max_load_decided_stops_at_the_same_replica_count():
     # the answer is the highest load that met the target; the lowest one that missed it bounds it
     missed = min(p["load"] for p in quick.curve if p["slo_attainment"] < 0.95)
     assert quick.max_load < full.max_load * 1.0001 and replicas(missed) == 3
+
+
+def test_screen_costs_each_pool_once(monkeypatch):
+    from perfmodel.planning import screen as screen_module
+
+    calls = {"decode": 0, "prefill": 0}
+    decode, prefill = screen_module.replica_capacity_bound, screen_module.prefill_capacity_bound
+
+    def count(kind, fn):
+        def wrapped(*a):
+            calls[kind] += 1
+            return fn(*a)
+        return wrapped
+
+    monkeypatch.setattr(screen_module, "replica_capacity_bound", count("decode", decode))
+    monkeypatch.setattr(screen_module, "prefill_capacity_bound", count("prefill", prefill))
+    cands = enumerate_candidates("llama-3.1-8b", ["h100-sxm"], tp=[1, 2], disaggregated=True)
+    eng, slo = Engine.load("vllm"), SLO(ttft="2 s", tpot="50 ms", target=0.95)
+    memo: dict = {}
+    with_memo = [screen_module.screen(c, eng, 512, 64, slo, 4.0, 256, memo) for c in cands]
+    # 2 aggregated + 4 P/D candidates over 2 step models: each bound once per model
+    assert calls == {"decode": 2, "prefill": 2}
+    calls.update(decode=0, prefill=0)
+    alone = [screen_module.screen(c, eng, 512, 64, slo, 4.0, 256) for c in cands]
+    assert calls == {"decode": 6, "prefill": 4}
+    strip = ("model", "decode_model")
+    assert [{k: v for k, v in s.items() if k not in strip} for s in with_memo] == \
+        [{k: v for k, v in s.items() if k not in strip} for s in alone]

@@ -139,8 +139,36 @@ def screen(c: Any, engine: Any, isl: float, osl: float, slo: Any, rate: float, m
     except PerfmodelError as exc:
         return {"outcome": "invalid", "rejected_for": "layout", "reason": str(exc)}
     if dm is None:
-        return _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas)
-    return _screen_disaggregated(sm, dm, engine, isl, osl, slo, rate, max_replicas, c.kv_link)
+        return _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas, memo)
+    return _screen_disaggregated(sm, dm, engine, isl, osl, slo, rate, max_replicas, c.kv_link, memo)
+
+
+def _once(memo: dict | None, what: str, sm: Any, engine: Any, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` computed once per (what, step model, engine, args) in ``memo`` (None: every time).
+
+    The screen's floors and bounds of a pool depend on its step model, the engine and the lengths only,
+    and a plan's P/D pairs share pools. Keys hold identities; the entry keeps the objects alive.
+    """
+    if memo is None:
+        return fn(*args)
+    key = (what, id(sm), id(engine), *args[1:])
+    if key not in memo:
+        memo[key] = (fn(*args), sm, engine)
+    return memo[key][0]
+
+
+def _floors(sm: Any, engine: Any, isl: float, osl: float, memo: dict | None) -> tuple[float, float]:
+    return _once(memo, "idle floors", sm, None, idle_floors, sm, isl, osl)
+
+
+def _decode_bound(sm: Any, engine: Any, isl: float, osl: float, memo: dict | None) -> float:
+    return _once(memo, "decode bound", sm, engine,
+                 lambda m, i, o: replica_capacity_bound(engine.step(m), engine.profile, i, o), sm, isl, osl)
+
+
+def _prefill_bound(sm: Any, engine: Any, isl: float, memo: dict | None) -> float:
+    return _once(memo, "prefill bound", sm, engine,
+                 lambda m, i: prefill_capacity_bound(engine.step(m), engine.profile, i), sm, isl)
 
 
 #: Relative change of the steady state's decode batch at which its fixed point is taken as converged.
@@ -189,14 +217,14 @@ def _pruned(by: str, kind: str, reason: str) -> dict[str, Any]:
     return {"outcome": "pruned", "pruned_by": by, "rejected_for": kind, "reason": reason}
 
 
-def _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas) -> dict[str, Any]:
+def _screen_aggregated(sm, engine, isl, osl, slo, rate, max_replicas, memo=None) -> dict[str, Any]:
     reason = memory_reason(sm, isl + osl)
     if reason:
         return _pruned("memory", "memory", reason)
-    reason = floor_reason(*idle_floors(sm, isl, osl), osl, slo)
+    reason = floor_reason(*_floors(sm, engine, isl, osl, memo), osl, slo)
     if reason:
         return _pruned("speed_ceiling", "SLO", reason)
-    x_ub = replica_capacity_bound(engine.step(sm), engine.profile, isl, osl)
+    x_ub = _decode_bound(sm, engine, isl, osl, memo)
     if not x_ub > 0:
         return _pruned("memory", "memory", "no sequence fits the engine's KV-cache share")
     need = max(1, math.ceil(rate / x_ub - 1e-9))
@@ -226,7 +254,7 @@ def kv_transfer_s(pm: Any, dm: Any, isl: float, link: Any = None) -> float:
     return float(np.ravel(request_kv_transfer_time(pm, int(pm.devices + dm.devices), isl))[0])
 
 
-def _screen_disaggregated(pm, dm, engine, isl, osl, slo, rate, max_replicas, link) -> dict[str, Any]:
+def _screen_disaggregated(pm, dm, engine, isl, osl, slo, rate, max_replicas, link, memo=None) -> dict[str, Any]:
     for pool, sm, tokens in (("prefill", pm, isl), ("decode", dm, isl + osl)):
         reason = memory_reason(sm, tokens)
         if reason:
@@ -235,12 +263,13 @@ def _screen_disaggregated(pm, dm, engine, isl, osl, slo, rate, max_replicas, lin
         t_kv = kv_transfer_s(pm, dm, isl, link)
     except PerfmodelError as exc:
         return {"outcome": "invalid", "rejected_for": "layout", "reason": str(exc)}
-    ttft0 = idle_floors(pm, isl, osl)[0] + t_kv
-    reason = floor_reason(ttft0, idle_floors(dm, isl, osl)[1], osl, slo, "idle prefill replica and KV transfer")
+    ttft0 = _floors(pm, engine, isl, osl, memo)[0] + t_kv
+    reason = floor_reason(ttft0, _floors(dm, engine, isl, osl, memo)[1], osl, slo,
+                          "idle prefill replica and KV transfer")
     if reason:
         return _pruned("speed_ceiling", "SLO", reason)
-    xp = prefill_capacity_bound(engine.step(pm), engine.profile, isl)
-    xd = replica_capacity_bound(engine.step(dm), engine.profile, isl, osl)
+    xp = _prefill_bound(pm, engine, isl, memo)
+    xd = _decode_bound(dm, engine, isl, osl, memo)
     if xd <= 0:
         return _pruned("memory", "memory", "decode pool: no sequence fits the engine's KV-cache share")
     p_min, d_min = (max(1, math.ceil(rate / x - 1e-9)) for x in (xp, xd))
