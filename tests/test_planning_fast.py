@@ -85,6 +85,7 @@ def test_max_load_decided_stops_at_the_same_replica_count():
     # the answer is the highest load that met the target; the lowest one that missed it bounds it
     missed = min(p["load"] for p in quick.curve if p["slo_attainment"] < 0.95)
     assert quick.max_load < full.max_load * 1.0001 and replicas(missed) == 3
+    assert quick.bracketed and "decided()" in quick.note and full.note == ""
 
 
 def test_screen_costs_each_pool_once(monkeypatch):
