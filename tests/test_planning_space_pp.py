@@ -49,6 +49,7 @@ def test_a_model_too_large_for_one_node_is_planned_with_pipeline_stages():
     assert best["deployment"] == "16x h100-sxm tp8-pp2 bf16 x1" and best["pp"] == 2
     assert best["devices"] == 16 * best["replicas"] and best["devices_per_replica"] == 16
     assert r.inputs["search_space"]["pp"] == [1, 2]
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in r.launch("vllm").text()
 
 
 def test_mixed_precision_pd_pools_run_their_own_formats():
