@@ -1,17 +1,17 @@
 """Capacity plans: the cheapest deployments that meet a joint SLO at a target load.
 
-The search space (:mod:`perfmodel.planning.space`) is model × hardware × layout (tp, pp; for MoE
-models attention DP and EP) × precision × speculative decoding, aggregated and, on request,
-P/D-disaggregated (with a weight format per pool on request). Every candidate is first **screened analytically**
+The search space (:mod:`perfmodel.planning.space`) is model × hardware × layout (tp, pp; for MoE models
+attention DP and EP) × precision × speculative decoding, aggregated and, on request, P/D-disaggregated
+(with a weight format per pool on request). Every candidate is first **screened analytically**
 (:mod:`perfmodel.planning.screen`): the layout must be valid, the weights and one request's KV cache
 must fit, an idle replica's TTFT/TPOT/E2E floors must be within the SLO (the per-user speed ceiling),
-and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry
-the rate, hence a lower bound on devices, power and cost. Candidates are then **simulated best
-bound first** (:mod:`perfmodel.planning.frontier`: an aggregated one's bound is first tightened to its
-steady-state capacity), and (``prune=True``) only while the bound could still beat the best plan
-found; the others are pruned unsimulated, and a simulated one is left as soon as it needs more
-replicas than could win. The bound never exceeds what the sizing below returns, so the plan picked is
-the one a full search (``prune=False``) picks.
+and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry the
+rate, hence a lower bound on devices, power and cost. Candidates are then **simulated best bound first**
+(:mod:`perfmodel.planning.frontier`: an aggregated one's bound is first tightened to its steady-state
+capacity), and (``prune=True``) only while the bound could still beat the best plan found; the others
+are pruned unsimulated, and a simulated one is left as soon as it needs more replicas than could win.
+The bound never exceeds what the sizing below returns, so the plan picked is the one a full search
+(``prune=False``) picks.
 
 An aggregated candidate is sized as follows:
 
