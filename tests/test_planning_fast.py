@@ -114,3 +114,20 @@ def test_screen_costs_each_pool_once(monkeypatch):
     strip = ("model", "decode_model")
     assert [{k: v for k, v in s.items() if k not in strip} for s in with_memo] == \
         [{k: v for k, v in s.items() if k not in strip} for s in alone]
+
+
+def test_cached_tables_are_reused_only_for_the_same_extent():
+    from perfmodel.core.step import StepModel
+
+    sm = StepModel(model="llama-3.1-8b", hardware="h100-sxm")
+    # the longest context places the grid points: 1024 + 64 and 512 + 64 tokens give two grids
+    long, short = Workload.fixed(1024, 64, rate=10.0), Workload.fixed(512, 64, rate=10.0)
+    timers: dict = {}
+    first = simulate(sm, long, engine="vllm", requests=100, timer_cache=timers)
+    second = simulate(sm, short, engine="vllm", requests=100, timer_cache=timers)
+    assert sorted(t.max_context for t in timers.values()) == [576, 1088]
+    # figures as with tables built for the run alone
+    assert first.summary() == simulate(sm, long, engine="vllm", requests=100).summary()
+    assert second.summary() == simulate(sm, short, engine="vllm", requests=100).summary()
+    simulate(sm, short, engine="vllm", requests=100, timer_cache=timers)
+    assert len(timers) == 2   # the same extent again: reused

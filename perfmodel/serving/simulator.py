@@ -99,12 +99,17 @@ def timer_identity(model: Any) -> tuple[int, ...]:
 
 def make_timer(model: StepModelLike, engine: EngineProfile, max_context: int, max_prefill: int,
                mode: str, cache: dict | None) -> StepTimer:
-    """A :class:`StepTimer`, reused from ``cache`` when it covers the needed context (one cache can
-    serve every simulation of the same step model under the same engine)."""
-    key = (*timer_identity(model), id(engine), mode)
+    """A :class:`StepTimer`, reused from ``cache`` for the same step model, engine, mode and table extent
+    (one cache can serve every simulation of a step model under an engine).
+
+    Only a timer with the same extent (largest context and prefill, which place the grid points) is
+    reused, so a simulation gives the same figures whether its tables are new or cached.
+    """
+    max_context, max_prefill = max(int(max_context), 16), max(int(max_prefill), 1)
+    key = (*timer_identity(model), id(engine), mode, max_context, max_prefill)
     if cache is not None:
         hit = cache.get(key)
-        if hit is not None and hit.max_context >= max_context and hit.max_prefill >= max_prefill:
+        if hit is not None:
             return hit
     timer = StepTimer(model, engine, max_context, mode=mode, max_prefill=max_prefill)
     if cache is not None:
