@@ -1,7 +1,11 @@
 """The README's two ``plan`` examples, pinned to what the code gave before the plan speed work (issue 20).
 
 ``tests/data/plan_examples_pinned.json`` was written by main's code at 2de1af4 (before any change of
-the speed work) with ``python -m tests.test_plan_examples_pinned --write``. A change that only makes
+the speed work) with ``python -m tests.test_plan_examples_pinned --write``, and again by main's code at
+e62502a (still without the speed work), whose KV pool as the engines size it (9e3e480) moved the
+simulated figures (Llama-3.1-70B: TTFT p95 0.533 -> 0.563 s; DeepSeek-V3's B200 row: goodput 7.923 ->
+7.943 req/s) and the Llama-3.1-70B search's counts (3 candidates simulated instead of 2), not the
+ranked plans. A change that only makes
 ``plan`` faster must leave the ranked plans (deployment, devices, replicas, P/D worker counts), the
 counts of candidates and every simulated figure where they were; an intended modelling change
 re-records the file in its own commit that says which figures moved and why.
