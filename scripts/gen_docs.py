@@ -301,6 +301,10 @@ def cli_md() -> str:
                "row per record (nested fields as `parent.child`). `simulate`, `max-load`, `plan`, `sweep` "
                "and `validate` draw a progress bar on stderr when it is a terminal (never on stdout, so "
                "`--format json > file` stays clean); `--quiet` turns it off.\n",
+               "**Several models or hardware.** `sweep` takes comma-separated lists of models and hardware "
+               "and `plan` of hardware; `predict`, `simulate`, `max-load`, `estimate` (and `plan`'s "
+               "`--model`) take one id or file per call, and a list given there is refused with a pointer "
+               "to `sweep` or `plan`.\n",
                "Commands: " + ", ".join(f"[`{name}`](#{name.replace(' ', '-')})" for name, _ in commands[1:])
                + ".\n"]
         for name, parser in commands:

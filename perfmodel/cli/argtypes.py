@@ -86,6 +86,23 @@ def name_list(text: str) -> list[str]:
     return values
 
 
+#: Where a comparison of several models or hardware in one call is done, by flag.
+COMPARE = {"hardware": "compare several in one call with `perfmodel sweep --hardware A,B ...` (static batches) "
+                       "or `perfmodel plan --hardware A,B ...` (the cheapest deployment under load and an SLO)",
+           "model": "compare several in one call with `perfmodel sweep --model A,B ...`"}
+
+
+def single_name(flag: str) -> Callable[[str], str]:
+    """One id or file for ``--FLAG`` (``model`` or ``hardware``): a comma-separated list is refused
+    with the command that compares several (instead of an unknown-name error, or silently the first)."""
+    def convert(text: str) -> str:
+        if "," in text:
+            raise argparse.ArgumentTypeError(f"one {flag} id or file per call, got {text!r}; {COMPARE[flag]}")
+        return text
+    convert.__name__ = f"{flag} id or file"
+    return convert
+
+
 def prices_by_hardware(items: list[str] | None) -> dict[str, str]:
     """``["h100-sxm=2.5/h", "b200=4/h,h200-sxm=3.2/h"]`` -> ``{hardware id: price}``."""
     from ..hardware import load_hardware

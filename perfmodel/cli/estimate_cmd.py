@@ -12,7 +12,7 @@ Examples::
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .argtypes import POSITIVE, count_list, real_list
+from .argtypes import POSITIVE, count_list, real_list, single_name
 from .output import add_format_arg, emit, format_table
 from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
@@ -30,8 +30,8 @@ def register(sub) -> None:
                     "computed by the pipeline whose error against measured runs is published in "
                     "docs/validation.md (same format defaults, steady state and fitted engine parameters). "
                     "Aggregated by default; --prefill-workers makes it P/D-disaggregated.")
-    p.add_argument("--model", required=True, help="model id, HF repo id or config.json path")
-    p.add_argument("--hardware", required=True, help="accelerator id (h100-sxm, h200-sxm, b200, gb200, ...)")
+    p.add_argument("--model", type=single_name("model"), required=True, help="model id, HF repo id or config.json path")
+    p.add_argument("--hardware", type=single_name("hardware"), required=True, help="accelerator id (h100-sxm, h200-sxm, b200, gb200, ...)")
     p.add_argument("--engine", required=True,
                    help="serving engine: vllm, sglang, trtllm (fitted terms) or <name>-preset (uncalibrated)")
     load = p.add_mutually_exclusive_group(required=True)

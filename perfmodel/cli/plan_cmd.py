@@ -22,6 +22,7 @@ from .argtypes import (
     name_list,
     no_feasible_point,
     prices_by_hardware,
+    single_name,
 )
 from .output import (
     add_format_arg,
@@ -45,7 +46,7 @@ def register(sub) -> None:
                     "simulator to meet the SLO attainment target at the given rate. Rejected candidates are "
                     "listed with the reason (layout, memory, SLO, load); the counts enumerated, pruned and "
                     "simulated are printed.")
-    p.add_argument("--model", required=True, help="model id, e.g. llama-3.1-70b")
+    p.add_argument("--model", type=single_name("model"), required=True, help="model id, e.g. llama-3.1-70b")
     p.add_argument("--rate", type=POSITIVE_REAL, required=True, help="target arrival rate [requests/s]")
     p.add_argument("--isl", type=POSITIVE, required=True, help="prompt tokens per request")
     p.add_argument("--osl", type=POSITIVE, required=True, help="output tokens per request")

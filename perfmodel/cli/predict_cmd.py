@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment
+from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment, single_name
 from .output import UNFIT_WHY, add_format_arg, blank_unfit, checkpoint_note, emit, format_table, print_notes
 
 int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1]
@@ -13,8 +13,8 @@ int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1
 
 def add_model_hardware_args(p: argparse.ArgumentParser, hardware_required: bool = True) -> None:
     """Arguments shared by predict-like commands: model, hardware, layout and precision."""
-    p.add_argument("--model", required=False, help="model id, HF repo id or config.json path")
-    p.add_argument("--hardware", required=False, help="accelerator or system id, or spec YAML path")
+    p.add_argument("--model", type=single_name("model"), required=False, help="model id, HF repo id or config.json path")
+    p.add_argument("--hardware", type=single_name("hardware"), required=False, help="accelerator or system id, or spec YAML path")
     p.add_argument("--tp", type=POSITIVE, default=1, help="tensor parallelism (default 1)")
     p.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages (default 1)")
     p.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism (default 1)")

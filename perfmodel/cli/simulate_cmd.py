@@ -14,7 +14,16 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
-from .argtypes import FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_REAL, SEED, real, refuse_with_deployment
+from .argtypes import (
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_REAL,
+    SEED,
+    real,
+    refuse_with_deployment,
+    single_name,
+)
 from .output import (
     add_format_arg,
     add_quiet_arg,
@@ -30,8 +39,8 @@ from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_
 
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and hardware (a perfmodel.core.step.StepModel per replica)")
-    g.add_argument("--model", help="model id, HF repo id or config.json path")
-    g.add_argument("--hardware", help="accelerator or system id, or spec YAML path")
+    g.add_argument("--model", type=single_name("model"), help="model id, HF repo id or config.json path")
+    g.add_argument("--hardware", type=single_name("hardware"), help="accelerator or system id, or spec YAML path")
     g.add_argument("--tp", type=POSITIVE, default=1, help="tensor parallelism per replica (default 1)")
     g.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages per replica (default 1)")
     g.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism per replica (default 1)")

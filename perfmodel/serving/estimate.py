@@ -132,6 +132,10 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     seed = checks.count(seed, "seed", 0, 2**63 - 1)   # checked here too: closed loops do not use it
     served = Engine.load(engine, calibration=calibration)
     backend = served.profile.backend or "vllm"
+    if isinstance(hardware, (list, tuple)) or "," in str(hardware):  # the name reader would take the first
+        raise ConfigError(f"hardware: one accelerator id, system name or spec file per call, got {hardware!r}; "
+                          f"compare several with perfmodel.sweep(model, [A, B], ...) (static batches) or "
+                          f"perfmodel.plan(..., hardware=[A, B]) (under load and an SLO)")
     hw = hardware_id(str(hardware)) or str(hardware)
     try:
         spec = resolve_model(model)
