@@ -95,16 +95,18 @@ def crossover_tokens(ttft_a: ArrayLike, tpot_a: ArrayLike, ttft_b: ArrayLike,
     Returns
     -------
     numpy.ndarray
-        N* [tokens] (float). ``inf`` where the TPOTs are equal (parallel lines never cross). Values
-        below 1 mean one configuration finishes first for every answer length. Example: A (0.2 s,
-        40 ms) and B (0.5 s, 30 ms) cross at 31 tokens, both finishing at 1.4 s.
+        N* [tokens] (float), rounded to 1e-9 token: the differences of the inputs carry their float
+        rounding (0.04 - 0.03 is 0.010000000000000002 in binary), which would otherwise show as
+        30.999999999999993 for 31. ``inf`` where the TPOTs are equal (parallel lines never cross).
+        Values below 1 mean one configuration finishes first for every answer length. Example: A
+        (0.2 s, 40 ms) and B (0.5 s, 30 ms) cross at 31 tokens, both finishing at 1.4 s.
     """
     _non_negative(ttft_a=ttft_a, tpot_a=tpot_a, ttft_b=ttft_b, tpot_b=tpot_b)
     num = np.subtract(ttft_b, ttft_a, dtype=float)
     den = np.subtract(tpot_a, tpot_b, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 + num / den
-    return np.where(den == 0, np.inf, out)
+    return np.where(den == 0, np.inf, np.round(out, 9))
 
 
 def e2e_latency(ttft: ArrayLike, tpot: ArrayLike, output_tokens: ArrayLike) -> np.ndarray:
