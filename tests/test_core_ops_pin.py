@@ -75,7 +75,7 @@ def _step_case(sm_args: dict, predict_args: dict) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     p = pm.predict(sm.model, None, step_model=sm, **PREDICT, **predict_args)
     out["ttft_s"], out["tpot_s"] = _floats(p.ttft_s), _floats(p.tpot_s)
-    for row in p.breakdown().itertuples():
+    for row in p.breakdown(point=0).itertuples():  # the first point (batch 1), as recorded
         out[f"breakdown/{row.phase}/{row.op_class}"] = [row.compute_s, row.memory_s, row.overhead_s, row.time_s]
     for gi, g in enumerate(sm.model.layer_groups):
         for op in attention_ops(sm.model, g, sm.parallel, sm.precision, SHAPE) + ffn_ops(

@@ -135,26 +135,56 @@ class Prediction:
                 r["engine_kv_cache_tokens"] = self.config["engine_kv_cache_tokens"]
         return recs
 
-    def breakdown(self) -> pd.DataFrame:
-        """Time per op class and phase [s]: compute, memory, overhead parts and the op total.
+    def breakdown(self, point: int | None = None) -> pd.DataFrame:
+        """Time per operating point, phase and op class [s]: compute, memory, overhead parts and the total.
 
-        Rows: (phase, op class); for a vectorised prediction the first operating point is shown.
-        Communication rows list each collective's time.
+        Parameters
+        ----------
+        point : int, optional
+            Index of one operating point (in :meth:`to_dataframe`'s row order); default: every point.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``batch``, ``isl``, ``osl``, ``phase``, ``op_class``, ``compute_s``, ``memory_s``,
+            ``overhead_s``, ``time_s``; rows by point, then phase (the prefill step of the whole batch,
+            the decode step at the mid-output context), then op class. Communication rows
+            (``comm:NAME``) give each collective's time; ``framework`` the per-step overhead. For
+            each point and phase ``time_s`` sums to that step's time.
+
+        Raises
+        ------
+        ConfigError
+            ``point`` outside the prediction's points, or a point whose parts were not kept: a grid
+            of 64 points or more takes a faster path that keeps the parts of its first point only.
         """
         import pandas as pd
 
+        shape = np.broadcast_shapes(*(np.shape(getattr(self, c)) for c in ("batch", "isl", "osl")))
+        n = int(np.prod(shape))
+        kept = _points_kept(self.stacked_parts)
+        points = range(n) if point is None else [point]
+        if point is not None and not (isinstance(point, (int, np.integer)) and 0 <= point < n):
+            raise ConfigError(f"point: expected an index 0 to {n - 1} of this prediction's {n} points, got {point!r}")
+        if max(points) >= kept:
+            raise ConfigError(f"point: this prediction of {n} operating points kept the per-op parts of its first "
+                              f"{kept} only (grids of 64 points or more take a faster path); pass point=0, or "
+                              f"predict the points you want broken down in calls of fewer points")
+        where = {c: np.broadcast_to(getattr(self, c), shape).ravel() for c in ("batch", "isl", "osl")}
         rows = []
-        for phase, parts in (("prefill", self.prefill_parts), ("decode", self.decode_parts)):
-            for cls, total in parts.op_total.items():
-                rows.append({"phase": phase, "op_class": cls,
-                             "compute_s": _first(parts.compute[cls]), "memory_s": _first(parts.memory[cls]),
-                             "overhead_s": _first(parts.overhead[cls]), "time_s": _first(total)})
-            for name, t in parts.comm.items():
-                rows.append({"phase": phase, "op_class": f"comm:{name}", "compute_s": 0.0, "memory_s": 0.0,
-                             "overhead_s": 0.0, "time_s": _first(t)})
-            if parts.step_overhead:
-                rows.append({"phase": phase, "op_class": "framework", "compute_s": 0.0, "memory_s": 0.0,
-                             "overhead_s": parts.step_overhead, "time_s": parts.step_overhead})
+        for k in points:
+            at = {c: float(v[k]) for c, v in where.items()}
+            for phase, parts in (("prefill", self.prefill_parts), ("decode", self.decode_parts)):
+                for cls, total in parts.op_total.items():
+                    rows.append({**at, "phase": phase, "op_class": cls, "compute_s": _at(parts.compute[cls], k),
+                                 "memory_s": _at(parts.memory[cls], k), "overhead_s": _at(parts.overhead[cls], k),
+                                 "time_s": _at(total, k)})
+                for name, t in parts.comm.items():
+                    rows.append({**at, "phase": phase, "op_class": f"comm:{name}", "compute_s": 0.0,
+                                 "memory_s": 0.0, "overhead_s": 0.0, "time_s": _at(t, k)})
+                if parts.step_overhead:
+                    rows.append({**at, "phase": phase, "op_class": "framework", "compute_s": 0.0, "memory_s": 0.0,
+                                 "overhead_s": parts.step_overhead, "time_s": parts.step_overhead})
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
@@ -172,8 +202,16 @@ class Prediction:
                 + self.to_dataframe().to_html(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
-def _first(x) -> float:
-    return float(np.ravel(x)[0])
+def _at(x, k: int) -> float:
+    """Point ``k`` of a part (a scalar part is the same at every point)."""
+    flat = np.ravel(x)
+    return float(flat[k] if flat.size > 1 else flat[0])
+
+
+def _points_kept(parts: StepBreakdown) -> int:
+    """How many operating points a prediction's stacked parts hold (1 when they are scalars)."""
+    sizes = [np.size(v) for v in parts.select(0).op_total.values()]
+    return max(sizes, default=1)
 
 
 #: Operating points evaluated per numpy pass: small enough for the temporaries to stay in cache.

@@ -83,7 +83,7 @@ def latency_breakdown(prediction: Prediction | pd.DataFrame, *,
     -------
     matplotlib.figure.Figure
     """
-    frame = prediction.breakdown() if isinstance(prediction, Prediction) else prediction
+    frame = prediction.breakdown(point=0) if isinstance(prediction, Prediction) else prediction
     scale = time_scale(unit)
     owned = ax is None
     axes = _phase_axes(ax, len(phases))

@@ -1,0 +1,50 @@
+"""``Prediction.breakdown()``: every operating point of a vectorised prediction, not only the first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perfmodel as pm
+from perfmodel.errors import ConfigError
+
+BATCHES = [1, 8, 64]
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=2048, osl=256, batch=BATCHES)
+
+
+def test_every_point_is_broken_down_as_its_own_prediction(grid):
+    frame = grid.breakdown()
+    assert list(frame.columns[:5]) == ["batch", "isl", "osl", "phase", "op_class"]
+    assert sorted(frame["batch"].unique()) == BATCHES
+    for k, b in enumerate(BATCHES):
+        one = pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=2048, osl=256, batch=b).breakdown()
+        mine = frame[frame["batch"] == b].reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, one, rtol=1e-12)
+        pd.testing.assert_frame_equal(grid.breakdown(point=k), one, rtol=1e-12)
+        # the prefill rows add up to the point's TTFT (one prefill step of the whole batch)
+        prefill = mine.loc[mine["phase"] == "prefill", "time_s"].sum()
+        assert prefill == pytest.approx(float(np.ravel(grid.ttft_s)[k]), rel=1e-12)
+    # the points differ: a larger batch takes longer to prefill
+    per_batch = frame[frame["phase"] == "prefill"].groupby("batch")["time_s"].sum()
+    assert per_batch.is_monotonic_increasing and per_batch.iloc[-1] > 10 * per_batch.iloc[0]
+
+
+@pytest.mark.parametrize("point", [3, -1, 1.0, "0"])
+def test_a_point_outside_the_prediction_is_refused(grid, point):
+    with pytest.raises(ConfigError, match=r"point: expected an index 0 to 2 of this prediction's 3 points"):
+        grid.breakdown(point=point)
+
+
+def test_a_large_grid_keeps_its_first_point_and_says_so():
+    big = pm.predict("llama-3.1-8b", "h100-sxm", isl=np.arange(100, 164)[:, None], osl=16, batch=[1, 8])
+    assert np.size(big.ttft_s) == 128
+    with pytest.raises(ConfigError, match="kept the per-op parts of its first 1 only"):
+        big.breakdown()
+    first = big.breakdown(point=0)
+    assert first.loc[first["phase"] == "prefill", "time_s"].sum() == pytest.approx(float(np.ravel(big.ttft_s)[0]),
+                                                                                   rel=1e-12)
