@@ -88,21 +88,24 @@ def _split_rows(sc: DemoScenario) -> list[pd.DataFrame]:
     return [df]
 
 
-def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The columns the demo prints, in readable units.
+#: Columns the demo prints, named as in comparison.csv and every other result table (SI units).
+SUMMARY_COLUMNS = ("deployment", "batch", "ttft_s", "tpot_s", "per_user_tokens_per_s", "decode_tokens_per_s",
+                   "decode_tokens_per_s_per_device", "decode_tokens_per_s_per_gpu", "fits", "decode_bound")
 
-    ``tok/s/device`` divides the decode rate by every chip of a configuration, ``tok/s/GPU`` by its GPUs
-    only (the y axis of the demo's Pareto figure); the two differ for the GPU/LPU split alone.
-    """
-    out = pd.DataFrame({
-        "deployment": df["deployment"], "batch": df["batch"].astype(int),
-        "TTFT [ms]": df["ttft_s"] * 1e3, "TPOT [ms]": df["tpot_s"] * 1e3,
-        "tok/s/user": df["per_user_tokens_per_s"], "tok/s (system)": df["decode_tokens_per_s"],
-        "tok/s/device": df["decode_tokens_per_s"] / df["devices"],
-        "tok/s/GPU": df["decode_tokens_per_s"] / df["gpus"], "fits": df["fits"],
-        "decode bound": df["decode_bound"],
-    })
-    return out
+#: What the printed rates are: the decode-only rates and the static batch's output rate differ (the
+#: latter includes the prefill), so they carry different names.
+RATES_NOTE = ("per_user_tokens_per_s = 1/TPOT; decode_tokens_per_s = batch/TPOT (decode only), "
+              "decode_tokens_per_s_per_device = that / every chip of the deployment, _per_gpu = that / its GPUs "
+              "(the Pareto figure's axis; they differ for the GPU/LPU split alone); comparison.csv's "
+              "output_tokens_per_s = batch x OSL / E2E (prefill included) and per_device_tokens_per_s = that / devices")
+
+
+def summary_table(df: pd.DataFrame) -> list[dict]:
+    """The rows the demo prints (:data:`SUMMARY_COLUMNS`), one per (configuration, batch)."""
+    out = df.assign(batch=df["batch"].astype(int),
+                    decode_tokens_per_s_per_device=df["decode_tokens_per_s"] / df["devices"],
+                    decode_tokens_per_s_per_gpu=df["decode_tokens_per_s"] / df["gpus"])
+    return out[list(SUMMARY_COLUMNS)].to_dict("records")
 
 
 def write_outputs(df: pd.DataFrame, outdir: str | Path) -> list[Path]:

@@ -12,9 +12,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    import pandas as pd
-
-    from ..demo import SPLIT_ASSUMPTIONS, DemoScenario, run_demo, summary_table, write_outputs
+    from ..demo import RATES_NOTE, SPLIT_ASSUMPTIONS, DemoScenario, run_demo, summary_table, write_outputs
+    from .output import format_table
 
     t0 = time.perf_counter()
     sc = DemoScenario()
@@ -23,8 +22,8 @@ def run(args) -> int:
           f"ISL {sc.isl} / OSL {sc.osl} tokens, static batches {list(sc.batches)}")
     print("TTFT is an idle replica's prefill (no queueing); TPOT averages the decode steps; "
           "efficiencies: calibrated profiles (fallbacks flagged in comparison.csv).")
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(summary_table(df).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(format_table(summary_table(df)))
+    print(f"rates: {RATES_NOTE}")
     print("GPU/LPU split assumptions: " + "; ".join(f"{k}: {v}" for k, v in SPLIT_ASSUMPTIONS.items()))
     paths = write_outputs(df, args.out)
     print(f"\nwrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - t0:.1f} s")
