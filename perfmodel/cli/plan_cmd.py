@@ -162,8 +162,8 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
     print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
           f"{', '.join(f'{k} < {v:g} s' for k, v in i['slo'].items())} for {i['target']:.0%} of requests; "
           f"ranked by {i['objective']}; engine {i['engine']}; power basis {i['power_basis']}")
-    cols = ["rank", "deployment", "devices", "replicas", "goodput_rps", "slo_attainment", "ttft_p95_s",
-            "tpot_p95_s", "power_w", "cost_per_hour", "tokens_per_s_per_mw"]
+    cols = ["rank", "deployment", "devices", "replicas", "goodput_rps", "slo_attainment", "ttft_mean_s",
+            "ttft_p95_s", "tpot_mean_s", "tpot_p95_s", "power_w", "cost_per_hour", "tokens_per_s_per_mw"]
     for hw, row in i["list_prices"].items():
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))

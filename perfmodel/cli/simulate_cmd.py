@@ -247,8 +247,9 @@ def run_simulate(args) -> int:
                   f"{mem.weights / 2**30:.1f}, activations {mem.activations / 2**30:.1f}, runtime "
                   f"{mem.runtime / 2**30:.1f} GiB)")
         keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
-                "throughput_output_tokens_per_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
-                "tpot_p95_s", "tpot_p99_s", "e2e_p50_s", "e2e_p95_s", "itl_p99_s", "queue_mean_s",
+                "throughput_output_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s",
+                "tpot_mean_s", "tpot_p50_s", "tpot_p95_s", "tpot_p99_s", "e2e_mean_s", "e2e_p50_s", "e2e_p95_s",
+                "itl_p99_s", "queue_mean_s",
                 "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps",
                 "prefix_hit_rate"]
         print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
