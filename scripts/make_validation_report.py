@@ -539,9 +539,9 @@ A run whose requests arrive at a fixed rate whatever the server does (`vllm benc
 score such runs with
 
 ```bash
-perfmodel validate --data vllm-4.0qps-Llama-3.1-8B.json --system h100_sxm --backend vllm --tp 1
-perfmodel validate --data benchmarks.json --system h200_sxm --backend sglang --model Qwen/Qwen3-32B
-perfmodel validate --data reports-20260101-000000/ --system b200_sxm --backend trtllm \\
+perfmodel validate --data vllm-4.0qps-Llama-3.1-8B.json --hardware h100-sxm --engine vllm --tp 1
+perfmodel validate --data benchmarks.json --hardware h200-sxm --engine sglang --model Qwen/Qwen3-32B
+perfmodel validate --data reports-20260101-000000/ --hardware b200 --engine trtllm \\
                    --model meta-llama/Llama-3.1-70B-Instruct --tp 4 --precision fp8
 ```
 

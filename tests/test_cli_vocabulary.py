@@ -16,7 +16,7 @@ from perfmodel.cli.output import FORMATS
 
 #: Older spelling -> the canonical flag it is an alias of.
 ALIASES = {"--arrival-rate": "--rate", "--attention-dp": "--dp-attention", "--slo-target": "--target",
-           "--engines": "--calibration", "--dp": "--replicas"}
+           "--engines": "--calibration", "--dp": "--replicas", "--system": "--hardware", "--backend": "--engine"}
 #: Flags with one meaning everywhere they appear (a sample of the shared vocabulary).
 SHARED = ("--model", "--hardware", "--engine", "--spec-decode", "--prefix-hit-rate", "--isl", "--osl", "--tp",
           "--pp", "--ep", "--dp-attention", "--rate", "--concurrency", "--target", "--format", "--seed")

@@ -91,7 +91,7 @@ def test_missing_facts_and_foreign_files_raise(tmp_path, files):
 
 
 def test_cli_validates_a_result_json(files, capsys):
-    assert main(["validate", "--data", str(files["aiperf"]), "--system", "h200_sxm", "--backend", "trtllm",
+    assert main(["validate", "--data", str(files["aiperf"]), "--hardware", "h200-sxm", "--engine", "trtllm",
                  "--tp", "4", "--precision", "fp8", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["rows"] == 1 and out["predicted"] == 1 and out["tpot"]["n"] == 1

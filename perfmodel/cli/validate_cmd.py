@@ -4,9 +4,9 @@ Examples::
 
     perfmodel validate --data perfmodel/data/validation/serving_measured.csv --format json
     perfmodel validate --data serving_measured.csv --efficiency datasheet --out predictions.csv
-    perfmodel validate --data result.json --system h100_sxm --backend vllm --tp 2   # vLLM / AIPerf JSON
-    perfmodel validate --data benchmarks.json --system h100_sxm --backend vllm      # GuideLLM report
-    perfmodel validate --data reports-20260101-000000/ --system h100_sxm --backend vllm --model ...  # inference-perf
+    perfmodel validate --data result.json --hardware h100-sxm --engine vllm --tp 2   # vLLM / AIPerf JSON
+    perfmodel validate --data benchmarks.json --hardware h100-sxm --engine vllm      # GuideLLM report
+    perfmodel validate --data reports-20260101-000000/ --hardware h100-sxm --engine vllm --model ...  # inference-perf
     perfmodel validate --data my_runs.csv --calibrate my_engines.yaml              # fit engine overheads
 """
 
@@ -44,8 +44,11 @@ def register(sub) -> None:
     p.add_argument("--calibrate", metavar="PROFILE.yaml",
                    help="fit the engine-level parameters on this data and write a calibration profile")
     g = p.add_argument_group("deployment of a benchmark result JSON")
-    g.add_argument("--system", help="h100_sxm, h200_sxm, b200_sxm, gb200 or an accelerator id")
-    g.add_argument("--backend", choices=("vllm", "sglang", "trtllm"), help="serving engine")
+    g.add_argument("--hardware", "--system", dest="hardware",
+                   help="accelerator or system id (h100-sxm, b200, gb200, ...) or a measured table's system "
+                        "name (h100_sxm, h200_sxm, b200_sxm)")
+    g.add_argument("--engine", "--backend", dest="engine", choices=("vllm", "sglang", "trtllm"),
+                   help="serving engine that produced the file")
     g.add_argument("--model", help="HF repo id (default: the one in the file)")
     g.add_argument("--tp", type=POSITIVE, default=1)
     g.add_argument("--pp", type=POSITIVE, default=1)
@@ -71,10 +74,10 @@ def _deployment(args):
     from ..errors import ConfigError
     from ..validation.importers import MeasuredDeployment
 
-    if not args.system or not args.backend:
-        raise ConfigError("--data is a benchmark result JSON or report folder: --system and --backend are required "
+    if not args.hardware or not args.engine:
+        raise ConfigError("--data is a benchmark result JSON or report folder: --hardware and --engine are required "
                           "(with --tp/--ep/... for the layout)")
-    return MeasuredDeployment(system=args.system, backend=args.backend, model=args.model, tp=args.tp,
+    return MeasuredDeployment(system=args.hardware, backend=args.engine, model=args.model, tp=args.tp,
                               pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
                               replicas=args.replicas, precision=args.precision,
                               concurrency=args.concurrency, arrival_process=args.arrival_process)
