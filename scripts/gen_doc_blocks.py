@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md", ROOT / "docs" / "calibration.md"]
+PAGES = [ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md", ROOT / "docs" / "calibration.md",
+         ROOT / "docs" / "planning.md"]
+PLAN = [sys.executable, "-m", "perfmodel", "plan"]
 
 #: block name -> command (run from the repository root with this checkout's package first on the path)
 COMMANDS = {
@@ -37,6 +39,15 @@ COMMANDS = {
     "sram-releases": [sys.executable, "benchmarks/sram_public.py", "releases"],
     "sram-scaling": [sys.executable, "benchmarks/sram_public.py", "scaling"],
     "sram-claim": [sys.executable, "benchmarks/sram_public.py", "claim"],
+    "plan-list-prices": [*PLAN, "--model", "llama-3.1-8b", "--rate", "4", "--isl", "1024", "--osl", "256",
+                         "--slo-ttft", "2s", "--slo-tpot", "50ms", "--hardware", "l4,l40s,h100-sxm", "--tp", "1,2",
+                         "--objective", "cost"],
+    "plan-cost": [*PLAN, "--model", "llama-3.1-70b", "--rate", "20", "--isl", "2048", "--osl", "256", "--slo-ttft",
+                  "2s", "--slo-tpot", "50ms", "--target", "0.95", "--hardware", "h100-sxm,h200-sxm,b200",
+                  "--price", "h100-sxm=2.5/h,h200-sxm=3.5/h,b200=5/h", "--objective", "cost"],
+    "plan-moe-pd": [*PLAN, "--model", "deepseek-v3", "--rate", "8", "--isl", "8192", "--osl", "1024", "--slo-ttft",
+                    "3s", "--slo-tpot", "40ms", "--target", "0.95", "--hardware", "gb200-nvl72,hgx-b200,hgx-h200",
+                    "--precision", "fp8", "--tp", "1,8", "--dp-attention", "1,8", "--disaggregated"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
 }
