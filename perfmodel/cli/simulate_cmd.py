@@ -20,7 +20,9 @@ from .argtypes import (
     POSITIVE,
     POSITIVE_REAL,
     SEED,
+    count_list,
     real,
+    real_list,
     refuse_with_deployment,
     single_name,
 )
@@ -68,9 +70,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--osl", type=POSITIVE, help="output (answer) tokens per request (fixed)")
     g.add_argument("--reasoning-tokens", type=NON_NEGATIVE, help="reasoning tokens before the answer (fixed)")
     load = g.add_mutually_exclusive_group()
-    load.add_argument("--rate", "--arrival-rate", dest="rate", type=POSITIVE_REAL,
-                      help="open loop: Poisson arrivals per second")
-    load.add_argument("--concurrency", type=POSITIVE, help="closed loop: clients with one request each")
+    load.add_argument("--rate", "--arrival-rate", dest="rate", type=real_list(0, lo_open=True),
+                      help="open loop: Poisson arrivals per second; simulate takes a list, e.g. 2,4,8 (one "
+                           "simulation each), max-load one value (where its search starts)")
+    load.add_argument("--concurrency", type=count_list(),
+                      help="closed loop: clients with one request each; a list in simulate, e.g. 1,8,32, one "
+                           "value in max-load")
     g.add_argument("--burstiness", type=POSITIVE_REAL, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
     g.add_argument("--think-time", help="closed loop: pause between a response and the next request, e.g. 1s")
     g.add_argument("--ramp-up", help="closed loop: client k starts at k x RAMP/C, e.g. 30s (default 0: all "
@@ -214,28 +219,57 @@ def _router(name: str) -> str:
 # commands
 
 
+#: Rows of the simulate table, in order (those the summary holds).
+TABLE_KEYS = ("arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
+              "throughput_output_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s",
+              "tpot_mean_s", "tpot_p50_s", "tpot_p95_s", "tpot_p99_s", "e2e_mean_s", "e2e_p50_s", "e2e_p95_s",
+              "itl_p99_s", "queue_mean_s", "preemptions", "slo_attainment", "slo_attainment_ttft",
+              "slo_attainment_tpot", "goodput_rps", "prefix_hit_rate")
+
+
+def _loads(args) -> list[tuple[str | None, float | int | None]]:
+    """``(flag, value)`` per load to simulate: each value of a --rate or --concurrency list, or the
+    workload's own load (``(None, None)``)."""
+    if args.rate is not None:
+        return [("rate", v) for v in args.rate]
+    if args.concurrency is not None:
+        return [("concurrency", v) for v in args.concurrency]
+    return [(None, None)]
+
+
+def _at_load(args, flag: str | None, value) -> argparse.Namespace:
+    """``args`` with one load value in place of the lists."""
+    return argparse.Namespace(**{**vars(args), "rate": value if flag == "rate" else None,
+                                 "concurrency": value if flag == "concurrency" else None})
+
+
 def run_simulate(args) -> int:
     from ..serving import simulate
 
     eng = _engine(args)
-    w = _workload(args)
+    loads = _loads(args)
+    workloads = [_workload(_at_load(args, flag, v)) for flag, v in loads]  # every load checked before a run
     model, replicas = _model(args)
-    res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router), seed=args.seed,
-                   progress=progress_of(args))
-    s = res.summary(warmup=args.warmup)
-    if s["arrived"] and not s["completed"]:  # percentiles of nothing: say what happened instead
-        raise ConfigError(f"no request completed: {s['arrived']} arrived, {s['cancelled']} cancelled "
-                          f"(first-token timeout), {s['rejected']} rejected (queue full), {s['in_flight']} "
-                          f"still in flight at the horizon; lower the load or raise --timeout / --horizon")
-    out = {**s, "workload": w.model_dump(mode="json", exclude={"description"}),
-           "engine": eng.describe(),
-           "replicas": res.meta["replicas"], "router": res.meta["router"], "seed": args.seed,
-           "step_model": res.meta["step_model"], "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng)}
     mem = eng.memory(model) if not isinstance(model, dict) else None
-    out["kv_memory"] = None if mem is None else mem.as_dict()
+    outs, results = [], []
+    for w in workloads:
+        res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router), seed=args.seed,
+                       progress=progress_of(args))
+        s = res.summary(warmup=args.warmup)
+        if s["arrived"] and not s["completed"]:  # percentiles of nothing: say what happened instead
+            raise ConfigError(f"no request completed{_load_label(w)}: {s['arrived']} arrived, {s['cancelled']} "
+                              f"cancelled (first-token timeout), {s['rejected']} rejected (queue full), "
+                              f"{s['in_flight']} still in flight at the horizon; lower the load or raise "
+                              f"--timeout / --horizon")
+        results.append(res)
+        outs.append({**s, "workload": w.model_dump(mode="json", exclude={"description"}),
+                     "engine": eng.describe(), "replicas": res.meta["replicas"], "router": res.meta["router"],
+                     "seed": args.seed, "step_model": res.meta["step_model"],
+                     "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng),
+                     "kv_memory": None if mem is None else mem.as_dict()})
 
     def table() -> None:
-        print(res._title())
+        print(results[0]._title())
         prof = eng.profile
         print(f"engine {eng.name}: policy={prof.policy}, chunked_prefill={prof.chunked_prefill}, "
               f"max_num_batched_tokens={prof.max_num_batched_tokens}, max_num_seqs={prof.max_num_seqs}, "
@@ -246,31 +280,43 @@ def run_simulate(args) -> int:
                   f"{mem.kv_pool / 2**30:.1f} GiB of {mem.device_bytes / 2**30:.1f} GiB (weights "
                   f"{mem.weights / 2**30:.1f}, activations {mem.activations / 2**30:.1f}, runtime "
                   f"{mem.runtime / 2**30:.1f} GiB)")
-        keys = ["arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
-                "throughput_output_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s",
-                "tpot_mean_s", "tpot_p50_s", "tpot_p95_s", "tpot_p99_s", "e2e_mean_s", "e2e_p50_s", "e2e_p95_s",
-                "itl_p99_s", "queue_mean_s",
-                "preemptions", "slo_attainment", "slo_attainment_ttft", "slo_attainment_tpot", "goodput_rps",
-                "prefix_hit_rate"]
-        print(format_table([{"metric": k, "value": s[k]} for k in keys if k in s]))
+        keys = [k for k in TABLE_KEYS if k in outs[0]]
+        names = ["value"] if len(outs) == 1 else [f"{flag}={v:g}" for flag, v in loads]
+        print(format_table([{"metric": k, **{n: o.get(k) for n, o in zip(names, outs, strict=True)}}
+                            for k in keys]))
         empty: dict[str, list[str]] = {}
-        undefined = {**{k: "no SLO given (--slo-ttft, --slo-tpot, --slo-e2e or the workload's slo)"
-                        for k in keys if k.startswith(("slo_", "goodput")) and k in s and s[k] is None},
-                     **s.get("undefined", {})}
-        for key, why in undefined.items():
-            if key in keys:
-                empty.setdefault(why, []).append(key)
-        for why, names in empty.items():
-            print(f"note: no value for {', '.join(names)}: {why}")
+        for o in outs:
+            undefined = {**{k: "no SLO given (--slo-ttft, --slo-tpot, --slo-e2e or the workload's slo)"
+                            for k in keys if k.startswith(("slo_", "goodput")) and o[k] is None},
+                         **o.get("undefined", {})}
+            for key, why in undefined.items():
+                if key in keys and key not in empty.get(why, []):
+                    empty.setdefault(why, []).append(key)
+        for why, which in empty.items():
+            print(f"note: no value for {', '.join(which)}: {why}")
         print(f"note: {engine_note(eng)}")
 
-    emit(args.format, table=table, rows=[out], document=out)
+    document = outs[0] if len(outs) == 1 else {"points": outs}
+    emit(args.format, table=table, rows=outs, document=document)
     return 0
+
+
+def _load_label(w) -> str:
+    """`` at rate 4`` / `` at concurrency 8`` for an error message."""
+    a = w.arrival
+    return f" at concurrency {a.concurrency:g}" if w.is_closed_loop else f" at rate {getattr(a, 'rate', 0):g}"
 
 
 def run_max_load(args) -> int:
     from ..serving import max_load
 
+    for flag in ("rate", "concurrency"):
+        values = getattr(args, flag)
+        if values is not None and len(values) > 1:
+            raise ConfigError(f"--{flag}: max-load searches the load itself and takes one start value, got "
+                              f"{','.join(f'{v:g}' for v in values)}; `perfmodel simulate --{flag} "
+                              f"{','.join(f'{v:g}' for v in values)} ...` simulates each")
+    args = _at_load(args, *next(iter(_loads(args))))
     eng = _engine(args)
     guess = args.search or ("concurrency" if args.concurrency is not None else "rate")
     w = _workload(args, placeholder=guess)

@@ -1,0 +1,47 @@
+"""``simulate --concurrency 1,8`` / ``--rate 2,4``: one simulation per value, as predict and estimate take
+lists; ``max-load`` takes one start value and says where lists go."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from perfmodel.cli import main
+
+BASE = ["simulate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--isl", "512", "--osl", "32",
+        "--requests", "40", "--seed", "2", "--quiet"]
+
+
+def _run(capsys, argv) -> str:
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag, values", [("--concurrency", ["1", "8"]), ("--rate", ["2", "6"])])
+def test_each_load_of_a_list_is_the_single_load_run(capsys, flag, values):
+    doc = json.loads(_run(capsys, [*BASE, flag, ",".join(values), "--format", "json"]))
+    assert len(doc["points"]) == len(values)
+    for point, value in zip(doc["points"], values, strict=True):
+        one = json.loads(_run(capsys, [*BASE, flag, value, "--format", "json"]))
+        assert "points" not in one  # one load: the document is that run's, as before
+        for key in ("ttft_p50_s", "ttft_mean_s", "tpot_p95_s", "throughput_rps", "completed"):
+            assert point[key] == one[key], (value, key)
+    a, b = doc["points"]
+    assert a["throughput_rps"] < b["throughput_rps"]  # more load, more throughput (unsaturated)
+    rows = list(csv.DictReader(io.StringIO(_run(capsys, [*BASE, flag, ",".join(values), "--format", "csv"]))))
+    assert len(rows) == len(values)
+    table = _run(capsys, [*BASE, flag, ",".join(values)]).splitlines()
+    header = next(line for line in table if line.startswith("metric"))
+    assert header.split() == ["metric", *(f"{flag[2:]}={v}" for v in values)]
+
+
+@pytest.mark.parametrize("flag", ["--rate", "--concurrency"])
+def test_max_load_takes_one_start_value(capsys, flag):
+    argv = ["max-load", *BASE[1:], flag, "2,4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{flag}: max-load searches the load itself and takes one start value, got 2,4" in err
+    assert f"perfmodel simulate {flag} 2,4" in err
