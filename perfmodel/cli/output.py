@@ -120,12 +120,27 @@ def number(value: Any, digits: int = DIGITS) -> str:
 
 #: Footnote of the metrics a table leaves out on points that do not fit.
 UNFIT_WHY = "the point does not fit (why_not says why); --format json or csv has the value it would have"
+#: The same footnote in a Python result's text form.
+UNFIT_WHY_PY = "the point does not fit (why_not says why); to_dataframe() has the value it would have"
 
 
 def blank_unfit(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> list[dict[str, Any]]:
     """Rows for a table in which the ``metrics`` of points that do not fit (``fits`` False) are None, so
     that no timing is shown as if the point could run (the JSON and CSV keep the computed values)."""
     return [{**r, **dict.fromkeys(metrics)} if r.get("fits") is False else dict(r) for r in rows]
+
+
+def points_table(records: Sequence[dict[str, Any]], columns: Sequence[str], metrics: Sequence[str],
+                 unfit_why: str = UNFIT_WHY) -> str:
+    """:func:`format_table` of operating points: the ``metrics`` of a point that does not fit shown as
+    "—" with the footnote ``unfit_why``, and a ``why_not`` column (its ``fit_reason``) when any point
+    does not fit."""
+    rows = blank_unfit(records, metrics)
+    cols = list(columns)
+    if any(r.get("fits") is False for r in rows):
+        rows = [{**r, "why_not": r.get("fit_reason") if r.get("fits") is False else ""} for r in rows]
+        cols.append("why_not")
+    return format_table(rows, cols, why=dict.fromkeys(metrics, unfit_why))
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,

@@ -191,9 +191,11 @@ class Prediction:
         c = self.config
         head = (f"Prediction: {c['model']} on {self.devices}x {c['hardware']} ({c['parallel']}, "
                 f"{c['precision']}, efficiency={c['efficiency']}); TTFT excludes queueing")
-        return head + "\n" + self.to_dataframe()[
-            ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
-             "per_user_tokens_per_s", "fits", "decode_bound"]].to_string(index=False)
+        from ..cli.output import UNFIT_WHY_PY, points_table
+
+        metrics = ["ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_user_tokens_per_s"]
+        return head + "\n" + points_table(self.records(), ["batch", "isl", "osl", *metrics, "fits", "decode_bound"],
+                                          metrics, UNFIT_WHY_PY)
 
     def _repr_html_(self) -> str:
         c = self.config
