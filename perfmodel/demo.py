@@ -100,12 +100,12 @@ RATES_NOTE = ("per_user_tokens_per_s = 1/TPOT; decode_tokens_per_s = batch/TPOT 
               "output_tokens_per_s = batch x OSL / E2E (prefill included) and per_device_tokens_per_s = that / devices")
 
 
-def summary_table(df: pd.DataFrame) -> list[dict]:
-    """The rows the demo prints (:data:`SUMMARY_COLUMNS`), one per (configuration, batch)."""
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns the demo prints (:data:`SUMMARY_COLUMNS`), one row per (configuration, batch)."""
     out = df.assign(batch=df["batch"].astype(int),
                     decode_tokens_per_s_per_device=df["decode_tokens_per_s"] / df["devices"],
                     decode_tokens_per_s_per_gpu=df["decode_tokens_per_s"] / df["gpus"])
-    return out[list(SUMMARY_COLUMNS)].to_dict("records")
+    return out[list(SUMMARY_COLUMNS)]
 
 
 def write_outputs(df: pd.DataFrame, outdir: str | Path) -> list[Path]:

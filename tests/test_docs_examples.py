@@ -28,10 +28,8 @@ SKIP = {
                                                       "(about 8 min; the page gives the time)",
 }
 #: Text of a block -> the failure known today (strict xfail).
-BROKEN: dict[str, str] = {
-    "plots.pareto_front(df)  ": "KeyError 'deployment': pareto_front's default series column (fixed on the "
-                                "plots branch, which also changes this example)",
-}
+BROKEN: dict[str, str] = {}
+
 #: Commands of the bash blocks that are not perfmodel calls (installation, other tools, shell).
 OTHER_TOOLS = ("python3 -m pip", "python3 -m pytest", "pip ", "jupyter", "mkdocs", "echo ")
 

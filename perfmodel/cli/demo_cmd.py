@@ -22,7 +22,7 @@ def run(args) -> int:
           f"ISL {sc.isl} / OSL {sc.osl} tokens, static batches {list(sc.batches)}")
     print("TTFT is an idle replica's prefill (no queueing); TPOT averages the decode steps; "
           "efficiencies: calibrated profiles (fallbacks flagged in comparison.csv).")
-    print(format_table(summary_table(df)))
+    print(format_table(summary_table(df).to_dict("records")))
     print(f"rates: {RATES_NOTE}")
     print("GPU/LPU split assumptions: " + "; ".join(f"{k}: {v}" for k, v in SPLIT_ASSUMPTIONS.items()))
     paths = write_outputs(df, args.out)
