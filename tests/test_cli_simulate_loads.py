@@ -36,6 +36,11 @@ def test_each_load_of_a_list_is_the_single_load_run(capsys, flag, values):
     table = _run(capsys, [*BASE, flag, ",".join(values)]).splitlines()
     header = next(line for line in table if line.startswith("metric"))
     assert header.split() == ["metric", *(f"{flag[2:]}={v}" for v in values)]
+    # the title says what was simulated (not a Python repr of the result)
+    assert table[0].startswith("simulated EngineStep(StepModel(llama-3.1-8b on 1x h100-sxm")
+    assert "ISL 512, OSL 32 (means), loads in the columns; seed 2" in table[0]
+    one = _run(capsys, [*BASE, flag, values[0]]).splitlines()[0]
+    assert one.endswith(f"ISL 512, OSL 32 (means), at {flag[2:]} {values[0]}; seed 2")
 
 
 @pytest.mark.parametrize("flag", ["--rate", "--concurrency"])

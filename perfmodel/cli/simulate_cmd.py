@@ -269,7 +269,7 @@ def run_simulate(args) -> int:
                      "kv_memory": None if mem is None else mem.as_dict()})
 
     def table() -> None:
-        print(results[0]._title())
+        print(_title(outs[0], workloads[0], len(outs) > 1))
         prof = eng.profile
         print(f"engine {eng.name}: policy={prof.policy}, chunked_prefill={prof.chunked_prefill}, "
               f"max_num_batched_tokens={prof.max_num_batched_tokens}, max_num_seqs={prof.max_num_seqs}, "
@@ -299,6 +299,14 @@ def run_simulate(args) -> int:
     document = outs[0] if len(outs) == 1 else {"points": outs}
     emit(args.format, table=table, rows=outs, document=document)
     return 0
+
+
+def _title(out: dict, w, several: bool) -> str:
+    """What was simulated: the step model of each pool, replicas and router, the request lengths and load."""
+    pools = "; ".join(v if k == "both" else f"{k}: {v}" for k, v in out["step_model"].items())
+    load = "loads in the columns" if several else _load_label(w).strip()
+    return (f"simulated {pools}; {out['replicas']} replica(s), router {out['router']}; workload {w.name}: "
+            f"ISL {w.isl.mean:g}, OSL {w.osl.mean:g} (means), {load}; seed {out['seed']}")
 
 
 def _load_label(w) -> str:
