@@ -46,3 +46,13 @@ def test_plan_table_shows_means_and_p95(capsys):
     for key in ("ttft_mean_s", "ttft_p95_s", "tpot_mean_s", "tpot_p95_s"):
         assert row[key] == number(best[key]), key
     assert best["ttft_mean_s"] <= best["ttft_p95_s"]
+
+
+def test_estimate_table_says_its_times_are_means(capsys):
+    argv = ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm", "--isl", "512",
+            "--osl", "64", "--concurrency", "1,4"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("note: ttft_s, tpot_s and e2e_s are means over requests")
+    assert main([*argv, "--format", "json"]) == 0
+    assert "note" not in json.loads(capsys.readouterr().out)  # the JSON's names stay as they are

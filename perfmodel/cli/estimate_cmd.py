@@ -19,6 +19,9 @@ from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_
 #: Columns printed in the table view.
 TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
                  "output_tokens_per_s_per_gpu", "n_decode", "limited_by")
+#: What the time columns are (estimate has no percentiles; simulate has both).
+MEANS_NOTE = ("note: ttft_s, tpot_s and e2e_s are means over requests (e2e_s = ttft_s + (osl - 1) tpot_s); "
+              "for percentiles run perfmodel simulate with the same load")
 #: P/D pool options and their defaults (given without --prefill-workers they are an error).
 POOL_OPTIONS = {"decode_workers": 1, "prefill_tp": 1, "prefill_dp_attention": 1, "prefill_ep": 1}
 
@@ -96,6 +99,7 @@ def run(args) -> int:
     def table() -> None:
         print(", ".join(f"{k}: {v}" for k, v in meta.items()))
         print(format_table(points))
+        print(MEANS_NOTE)
 
     emit(args.format, table=table, rows=[{**meta, **r} for r in points], document={**meta, "points": points})
     return 0

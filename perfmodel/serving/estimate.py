@@ -112,7 +112,8 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     Returns
     -------
     pandas.DataFrame
-        One row per load point: ``concurrency`` or ``rate``, ``ttft_s``, ``tpot_s``, ``e2e_s``,
+        One row per load point: ``concurrency`` or ``rate``, ``ttft_s``, ``tpot_s``, ``e2e_s`` (means over
+        requests; no percentiles),
         ``requests_per_s``, ``output_tokens_per_s`` (per replica, or the whole system when
         disaggregated), ``output_tokens_per_s_per_gpu``, ``gpus``, ``n_decode``, ``limited_by``
         (closed loop: ``clients``, ``max_num_seqs``, ``kv_cache``, ``prefill_budget`` or
