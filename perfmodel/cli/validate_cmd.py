@@ -73,6 +73,10 @@ def _deployment(args):
         return None
     from ..errors import ConfigError
     from ..validation.importers import MeasuredDeployment
+    from ..validation.run import stage_reports
+
+    if Path(args.data).is_dir():
+        stage_reports(Path(args.data))  # a folder that is not a report folder: say that first
 
     if not args.hardware or not args.engine:
         raise ConfigError("--data is a benchmark result JSON or report folder: --hardware and --engine are required "

@@ -416,7 +416,7 @@ def stage_reports(folder: Path) -> list[Path]:
     found = [(int(m.group(1)), f) for f in folder.iterdir()
              if (m := re.fullmatch(r"stage_(\d+)_lifecycle_metrics\.json", f.name))]
     if not found:
-        raise PerfmodelError(f"{folder}: a folder given as --data must be an inference-perf report folder with "
+        raise PerfmodelError(f"{folder} is a directory: a folder given as --data must be an inference-perf report folder with "
                              "stage_N_lifecycle_metrics.json files; found none")
     return [f for _, f in sorted(found)]
 
