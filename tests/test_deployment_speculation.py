@@ -68,13 +68,17 @@ def test_draft_weights_take_memory_and_batch_room():
 
 def test_engine_kv_capacity_counts_the_draft():
     sm = StepModel("deepseek-r1", "b200", tp=8, ep=8, weights="nvfp4", kv_cache="fp8")
+    plain = Engine.load("trtllm").step(sm)
     mtp = Engine.load("trtllm", spec_decode="mtp:k=3").step(sm)
     ngram = Engine.load("trtllm", spec_decode="ngram:k=5").step(sm)
-    assert ngram.kv_capacity_tokens == sm.kv_capacity_tokens  # nothing on the device
-    mem = draft_memory(mtp.spec, mtp.draft_model)
-    k = sm.kv_bytes_per_token / sm.parallel.group  # per device, per token (dp_attention 1)
-    expect = np.floor((k * sm.kv_capacity_tokens - mem.weights) / (k + mem.kv_per_token))
-    assert mtp.kv_capacity_tokens == expect < sm.kv_capacity_tokens
+    assert ngram.kv_capacity_tokens == plain.kv_capacity_tokens  # nothing on the device
+    # the engine's pool K (bytes per device), less the draft's weights, over target + draft KV per
+    # token, in whole blocks (dp_attention 1)
+    mem, pool = draft_memory(mtp.spec, mtp.draft_model), plain.engine_memory
+    b = pool.block_size
+    expect = np.floor((pool.kv_pool - mem.weights) / (b * (pool.kv_bytes_per_token + mem.kv_per_token))) * b
+    assert mtp.kv_capacity_tokens == expect < plain.kv_capacity_tokens
+    assert pool.kv_bytes_per_token == pytest.approx(sm.kv_bytes_per_token / sm.parallel.group)
 
 
 def test_prefix_hit_rate_zero_is_today_and_cuts_ttft():

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError, UnknownNameError, unknown_name
 from .calibration import EngineCalibration, load_profile
-from .kv_memory import EngineMemory, engine_memory
+from .kv_memory import EngineMemory, engine_memory, pool_tokens_with_draft
 from .profile import EngineProfile, list_engines, load_engine
 from .step import EngineStep
 
@@ -148,10 +148,9 @@ class Engine:
         served = EngineStep(step_model, self.terms,
                             _small_m_model(step_model) if self.terms.small_m_tactic else None, self.spec)
         mem = engine_memory(step_model, self.profile, self.spec is not None and self.spec.method != "ngram")
-        if mem is not None:  # the engine's own pool; a draft keeps the share of it that it leaves
-            base = float(step_model.kv_capacity_tokens)
-            share = float(served.kv_capacity_tokens) / base if base > 0 else 1.0
-            served.kv_capacity_tokens = int(mem.kv_tokens * share)
+        if mem is not None:  # the engine's own pool, less what a draft model puts in it
+            served.kv_capacity_tokens = int(pool_tokens_with_draft(mem, self.spec, served.draft_model,
+                                                                   step_model.parallel.dp_attention))
             served.engine_memory = mem
         return served
 

@@ -200,6 +200,29 @@ def engine_memory(step_model: Any, profile: Any, spec_decode: bool = False) -> E
     return EngineMemory(label, m, frac, w, act, runtime, pool, per_token, b, float(tokens), source)
 
 
+def pool_tokens_with_draft(mem: EngineMemory, spec: Any, draft_model: Any, dp_attention: int) -> float:
+    r"""KV tokens of a replica's engine pool once a draft model's weights and KV cache share it.
+
+    The draft's weights :math:`W_d` are loaded before the engine sizes its pool and its layers' KV
+    (:math:`k_d` bytes per token per device) sit in the same blocks as the target's (:math:`k`):
+
+    .. math:: N = \left\lfloor \frac{\max(K - W_d, 0)}{b\,(k + k_d)} \right\rfloor b\,D
+
+    (K = ``mem.kv_pool``, b the block size, D the attention-DP ranks). Without a draft model (none, or
+    n-gram lookup, which puts nothing on the device) this is ``mem.kv_tokens``.
+    """
+    if draft_model is None:
+        return mem.kv_tokens
+    from .speculative_draft import draft_memory
+
+    d = draft_memory(spec, draft_model)
+    per_token = mem.kv_bytes_per_token + d.kv_per_token
+    if per_token <= 0:
+        return mem.kv_tokens
+    b = mem.block_size
+    return float(math.floor(max(mem.kv_pool - d.weights, 0.0) / (b * per_token)) * b * dp_attention)
+
+
 def engine_kv_tokens(step_model: Any, profile: Any) -> float:
     """KV tokens of a replica as ``profile``'s engine sizes its pool (:func:`engine_memory`), or the step
     model's ``kv_capacity_tokens`` where the engine sets no memory fraction or the step model is not a
