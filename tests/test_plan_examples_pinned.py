@@ -5,7 +5,9 @@ the speed work) with ``python -m tests.test_plan_examples_pinned --write``, and 
 e62502a (still without the speed work), whose KV pool as the engines size it (9e3e480) moved the
 simulated figures (Llama-3.1-70B: TTFT p95 0.533 -> 0.563 s; DeepSeek-V3's B200 row: goodput 7.923 ->
 7.943 req/s) and the Llama-3.1-70B search's counts (3 candidates simulated instead of 2), not the
-ranked plans. A change that only makes
+ranked plans; and again at e1f8c47, after the engine terms were refitted to those pools, which moved
+only simulated figures (DeepSeek-V3's P/D row: TTFT p95 2.558 -> 2.647 s, attainment 1.0 -> 0.996;
+Llama-3.1-70B: TTFT p95 0.563 -> 0.550 s), not the ranked plans or the counts. A change that only makes
 ``plan`` faster must leave the ranked plans (deployment, devices, replicas, P/D worker counts), the
 counts of candidates and every simulated figure where they were; an intended modelling change
 re-records the file in its own commit that says which figures moved and why.
