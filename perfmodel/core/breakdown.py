@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .costs import OpTime
+from .frozen import frozen
 
 #: Names of the dominant term, by code (0 compute, 1 memory, 2 communication).
 BOUNDS = np.array(["compute", "memory", "communication"])
 
 
-@dataclass(frozen=True)
+@frozen
 class PartSums:
     """Summed compute parts, memory parts and op totals of a set of ops [s]."""
 
@@ -27,8 +28,9 @@ class PartSums:
 
 def dominant_term(compute, memory, comm) -> np.ndarray:
     """'compute', 'memory' or 'communication': the largest of a step's summed parts [s]."""
-    c, m, k = np.broadcast_arrays(np.asarray(compute, float), np.asarray(memory, float),
-                                  np.asarray(comm, float))
+    c, m, k = (np.asarray(x, float) for x in (compute, memory, comm))
+    if not c.shape == m.shape == k.shape:
+        c, m, k = np.broadcast_arrays(c, m, k)
     code = np.where(c >= m, 0, 1)
     code[(k > c) & (k > m)] = 2
     return BOUNDS[code]
@@ -125,7 +127,7 @@ class StepBreakdown:
         return StepBreakdown(ops, {n: row(v) for n, v in self.comm.items()}, self.step_overhead)
 
 
-@dataclass(frozen=True)
+@frozen
 class StackedRow(OpTime):
     """One op's row of an :class:`OpTime` evaluated for several ops at once, its total taken from the
     stack's (the same element-wise arithmetic, done in one pass)."""

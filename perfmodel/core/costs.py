@@ -12,15 +12,16 @@ breakdowns can show which bound dominates. Communication is costed in :mod:`perf
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .efficiency import Efficiency
+from .frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class OpTime:
     """Time parts of one op [s], arrays of the operating-point shape.
 
@@ -448,8 +449,10 @@ def causal_pairs(isl: ArrayLike, window: ArrayLike = 0) -> np.ndarray:
               \\tfrac{w(w+1)}{2} + (s - w)\\,w
     """
     s = np.asarray(isl, dtype=float)
-    w = np.asarray(window, dtype=float)
     full = s * (s + 1.0) / 2.0
+    if type(window) in (int, float) and window <= 0:  # no window (the common case): no select needed
+        return full
+    w = np.asarray(window, dtype=float)
     capped = w * (w + 1.0) / 2.0 + (s - w) * w
     return np.where((w > 0) & (s > w), capped, full)
 

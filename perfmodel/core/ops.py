@@ -13,7 +13,6 @@ Bytes: b_w per weight, b_a = 2 per activation, b_kv per cached element.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
@@ -22,6 +21,7 @@ import numpy as np
 from ..modelspec.schema import LayerGroup, ModelSpec
 from ..precision import Precision, dtype
 from .costs import causal_pairs
+from .frozen import frozen
 from .parallel import Parallel
 from .work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
 
@@ -30,7 +30,7 @@ OpClass = Literal["attention_proj", "attention", "ffn", "moe", "elementwise", "e
 CommKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
 
 
-@dataclass(frozen=True)
+@frozen
 class StepShape:
     """Work in one forward step of a replica (arrays broadcast together).
 
@@ -72,7 +72,7 @@ class StepShape:
         return self.n_decode + self.n_prefill * self.chunk
 
 
-@dataclass(frozen=True)
+@frozen
 class Op:
     """One op on a device: work per occurrence and how often it occurs per step.
 
@@ -99,7 +99,7 @@ class Op:
     moe: MoEWork | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Message:
     """One collective or point-to-point transfer per occurrence, over ``ranks`` devices."""
 
@@ -108,6 +108,11 @@ class Message:
     size: np.ndarray
     ranks: int
     link: Literal["scale_up", "scale_out"] = "scale_up"
+
+
+def _zeros(x) -> np.ndarray:
+    """Zeros of ``x``'s shape (float64), without ``np.zeros_like``'s cost on tiny arrays."""
+    return np.zeros(getattr(x, "shape", ()))
 
 
 def windowed_pairs(n: np.ndarray, window: int | None) -> np.ndarray:
@@ -143,7 +148,7 @@ def _gemm(name: str, op_class: OpClass, m, n: float, k: float, wb: float, ab: fl
               m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=present * w, n=n, k=k)
 
 
-@dataclass(frozen=True)
+@frozen
 class AttentionDims:
     """Per-device attention sizes of a model under a TP degree (see :func:`attention_dims`)."""
 
@@ -429,7 +434,7 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
     t = s.tokens
     norms = 1.0 if "none" in (group.mixer, group.ffn) else 2.0
     if group.ffn == "none":
-        act = np.zeros_like(t)
+        act = _zeros(t)
     elif group.ffn == "dense":
         act = t * model.intermediate_size / par.group
     else:
@@ -441,15 +446,15 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
     norm_elems = 4.0 * norms * model.hidden_size * t / par.dp_attention
     if part == "all":
         data = ab * (norm_elems + 3.0 * act)
-        return Op("elementwise", "elementwise", "memory", np.zeros_like(data), data,
+        return Op("elementwise", "elementwise", "memory", _zeros(data), data,
                   kernels=(norms + act_kernels) * (t > 0))
     if part == "attention":
         data = ab * norm_elems
-        return Op("elementwise_attention", "elementwise", "memory", np.zeros_like(data), data,
+        return Op("elementwise_attention", "elementwise", "memory", _zeros(data), data,
                   kernels=norms * (t > 0))
     if part == "ffn":
         data = ab * 3.0 * act
-        return Op("elementwise_ffn", "elementwise", "memory", np.zeros_like(data), data,
+        return Op("elementwise_ffn", "elementwise", "memory", _zeros(data), data,
                   kernels=act_kernels * (t > 0))
     raise ValueError(f"part: expected 'all', 'attention' or 'ffn', got {part!r}")
 
@@ -486,9 +491,9 @@ def embedding_head_ops(model: ModelSpec, par: Parallel, prec: Precision, s: Step
     ab = prec.act_bytes
     t_a = s.tokens / par.dp_attention
     logits = (s.n_decode + s.n_prefill) / par.dp_attention
-    embed = Op("embedding", "embedding_head", "memory", np.zeros_like(t_a), t_a * h * (2.0 + ab),
+    embed = Op("embedding", "embedding_head", "memory", _zeros(t_a), t_a * h * (2.0 + ab),
                kernels=1.0 * (t_a > 0))
     head = _gemm("lm_head", "embedding_head", logits, v, h, 2.0, ab)
-    sample = Op("sampling", "embedding_head", "memory", np.zeros_like(logits), logits * v * 4.0 * 2,
+    sample = Op("sampling", "embedding_head", "memory", _zeros(logits), logits * v * 4.0 * 2,
                 kernels=1.0 * (logits > 0))
     return [embed, head, sample]

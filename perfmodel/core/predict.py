@@ -242,18 +242,24 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
                              n_prefill=np.array([b, zero, zero, zero][: 2 + more]),
                              chunk=np.array([i, zero, zero, zero][: 2 + more]))
     parts = sm.breakdown(stacked)
-    steps = np.broadcast_to(parts.total, stacked.n_decode.shape)
+    rows = stacked.n_decode.shape
+    steps = _as_shape(parts.total, rows)
     if sm.kv_host_fraction > 0:
         ends = sm.breakdown(StepShape.make(n_decode=np.stack([b, b]), context=np.stack([c_lo, c_hi]))).total
         tpot = (ends[0] + 4.0 * steps[1] + ends[1]) / 6.0
     else:
         if with_ends:  # rows lo, mid, hi of the breakdown's own decode attention cores
-            att = np.broadcast_to(parts.context_total(), stacked.n_decode.shape)[[2, 1, 3]]
+            att = _as_shape(parts.context_total(), rows)[[2, 1, 3]]
         else:
             att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
         tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
-    bounds = np.broadcast_to(parts.bound(), stacked.n_decode.shape)
+    bounds = _as_shape(parts.bound(), rows)
     return steps[0], tpot, bounds[0], bounds[1], parts
+
+
+def _as_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """``x`` broadcast to ``shape`` (read-only view), as it stands when it has that shape already."""
+    return x if np.shape(x) == shape else np.broadcast_to(x, shape)
 
 
 def _contexts(i: np.ndarray, o: np.ndarray):

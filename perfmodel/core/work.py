@@ -9,13 +9,14 @@ attention shapes, per EP rank for the experts) and broadcast over the operating 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from .frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class DecodeAttentionWork:
     """Shape of one decode-attention call (:func:`perfmodel.core.costs.attention_decode_time`).
 
@@ -59,7 +60,7 @@ class DecodeAttentionWork:
         return bool(np.all(self.heads > self.kv_streams))
 
 
-@dataclass(frozen=True)
+@frozen
 class PrefillAttentionWork:
     """Shape of one causal prefill-attention call (:func:`perfmodel.core.costs.attention_prefill_time`).
 
@@ -93,7 +94,7 @@ class PrefillAttentionWork:
     window: int
 
 
-@dataclass(frozen=True)
+@frozen
 class MoEWork:
     """Shape of one routed-experts block on a device (:func:`perfmodel.core.costs.moe_time`).
 
