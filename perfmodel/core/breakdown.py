@@ -6,6 +6,7 @@ and forms its sums lazily; :class:`StackedRow` is one op's row of ops costed tog
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,6 +67,9 @@ class StepBreakdown:
         self.ops.append((op_class, parts, weight))
 
     def _sum(self, attr: str) -> dict[str, np.ndarray]:
+        stack = _Stack.of(self.ops) if attr in ("compute", "memory") else None
+        if stack is not None:
+            return stack.class_sums(getattr(stack, attr))
         out: dict[str, np.ndarray] = {}
         for cls, parts, w in self.ops:
             v = getattr(parts, attr)
@@ -90,6 +94,9 @@ class StepBreakdown:
 
     @property
     def compute_total(self) -> np.ndarray:
+        stack = _Stack.of(self.ops)
+        if stack is not None:
+            return stack.total_sum()
         acc = None
         for _, parts, w in self.ops:
             t = parts.total
@@ -137,3 +144,58 @@ class StackedRow(OpTime):
     @property
     def total(self) -> np.ndarray:
         return self.stacked_total.copy()  # a new array, as OpTime.total gives (callers scale it in place)
+
+
+class _Stack:
+    """The ops of a breakdown over a few points as (ops, points) matrices, summed in the loops' order.
+
+    Sums over ops are formed in one pass each (``np.add.accumulate`` adds strictly in sequence, as the
+    op-by-op loops of :class:`StepBreakdown` do), so the values are the loops' bit for bit; each op's
+    total is ``max(compute, memory) + serial + overhead`` as :attr:`OpTime.total` forms it, or the
+    op's own total where its overlap is finite (smooth maximum) or it is a :class:`StackedRow`.
+    """
+
+    def __init__(self, ops: list, compute: np.ndarray, memory: np.ndarray) -> None:
+        self.ops, self.compute, self.memory = ops, compute, memory
+        self.weights = np.array([w for _, _, w in ops], dtype=float)[:, None]
+
+    @classmethod
+    def of(cls, ops: list) -> _Stack | None:
+        """The stack of ``ops`` when every op's parts are 1-D arrays of one length (at most
+        ``MAX_POINTS``), else None (the loops then do the sums)."""
+        if not ops:
+            return None
+        shape = getattr(ops[0][1].compute, "shape", None)
+        if shape is None or len(shape) != 1 or shape[0] > MAX_POINTS:
+            return None
+        for _, p, _ in ops:
+            if not (getattr(p.compute, "shape", None) == getattr(p.memory, "shape", None)
+                    == getattr(p.overhead, "shape", None) == shape):
+                return None
+        return cls(ops, np.array([p.compute for _, p, _ in ops]), np.array([p.memory for _, p, _ in ops]))
+
+    def class_sums(self, parts: np.ndarray) -> dict[str, np.ndarray]:
+        """Weighted sums of ``parts`` rows per op class, classes in order of first appearance."""
+        rows: dict[str, list[int]] = {}
+        for j, (c, _, _) in enumerate(self.ops):
+            rows.setdefault(c, []).append(j)
+        weighted = parts * self.weights
+        return {c: np.add.accumulate(weighted[r], axis=0)[-1] for c, r in rows.items()}
+
+    def total_sum(self) -> np.ndarray:
+        """Σ weight × op total over the ops, in op order [s]."""
+        totals = np.maximum(self.compute, self.memory)
+        serial = [(j, p.serial) for j, (_, p, _) in enumerate(self.ops)
+                  if not (type(p.serial) is float and p.serial == 0.0)]
+        for j, v in serial:
+            totals[j] += v
+        totals += np.array([p.overhead for _, p, _ in self.ops])
+        for j, (_, p, _) in enumerate(self.ops):
+            if type(p) is not OpTime or not math.isinf(p.overlap):
+                totals[j] = p.total
+        totals *= self.weights
+        return np.add.accumulate(totals, axis=0)[-1]
+
+
+#: Most points per op for which :class:`StepBreakdown` sums the ops as matrices.
+MAX_POINTS = 64

@@ -12,7 +12,6 @@ breakdowns can show which bound dominates. Communication is costed in :mod:`perf
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -315,10 +314,10 @@ def moe_time(tokens: ArrayLike, routed: ArrayLike, experts_hit: ArrayLike, hidde
     replayed = min(fixed, 2.0 * eff.op("gemm.bf16").get("kernel_overhead", eff.kernel_overhead))
     part = op_time(flops, data, peak_flops, bandwidth, eta_c, eta_m, 1.0, present,
                    terms.get("overlap", math.inf))
-    part = replace(part, overhead=part.overhead * np.where(graph_replayed, replayed, fixed))
+    overhead = part.overhead * np.where(graph_replayed, replayed, fixed)
     shuffle = h * (t * terms.get("token_bytes", 0.0) + r * terms.get("pair_bytes", 0.0)) / (bandwidth * eta_m)
     serial = present * shuffle + e * present * terms.get("expert_overhead", 0.0)
-    return OpTime(part.compute, part.memory, part.overhead, part.overlap, serial)
+    return OpTime(part.compute, part.memory, overhead, part.overlap, serial)
 
 
 def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike, kv_width: ArrayLike,
@@ -398,48 +397,101 @@ def attention_decode_time(batch: ArrayLike, kv_len: ArrayLike, heads: ArrayLike,
     family : str
         Key of the shape terms in ``eff.op_params``.
     """
-    b, L, H = (np.asarray(x, dtype=float) for x in (batch, kv_len, heads))
-    win = np.asarray(window, dtype=float)
-    lw = np.where(win > 0, np.minimum(L, win), L)
+    return decode_attention_form(heads, kv_width, d_qk, d_v, kv_bytes, peak_flops, bandwidth, eff, kv_streams,
+                                 window, act_bytes, family).time(batch, kv_len)
+
+
+@frozen
+class DecodeAttentionForm:
+    """What :func:`attention_decode_time` needs besides the batch and KV length: the per-call constants of
+    one decode-attention shape on one device under one profile (see :func:`decode_attention_form`)."""
+
+    window: ArrayLike        # w (0: none); a number where the caller gave one
+    flops_per_token: ArrayLike  # 2 H (d_qk + d_v) per sequence and attended token
+    kv_read: ArrayLike       # bytes read per sequence and KV token: w_kv b_kv (× the re-read factor)
+    head_data: ArrayLike     # bytes per sequence for queries, outputs and softmax state
+    min_tokens: float        # least KV tokens read per sequence
+    peak_flops: float
+    bandwidth: float
+    compute: float           # η_ac
+    memory: ArrayLike        # η_m (before the work-unit factor)
+    kernel_overhead: ArrayLike
+    overlap: float
+    units: ArrayLike | None  # work units per sequence (None: no work-unit terms)
+    unit_half: float = 0.0
+    unit_cost: ArrayLike = 0.0
+    slots: float = 132.0
+    split_window: float = 0.0
+    split_chunk: float = math.inf
+    fill: float = 1.0        # k S: thread blocks the splits fill the SMs with
+    split_cost: float = 0.0
+    split_tokens: float = math.inf
+
+    def time(self, batch: ArrayLike, kv_len: ArrayLike) -> OpTime:
+        """Time parts of the call for ``batch`` sequences of ``kv_len`` KV tokens [s]."""
+        b, L = np.asarray(batch, dtype=float), np.asarray(kv_len, dtype=float)
+        w = self.window
+        if type(w) in (int, float):
+            lw = np.minimum(L, w) if w > 0 else L
+        else:
+            lw = np.where(np.asarray(w) > 0, np.minimum(L, w), L)
+        flops = b * lw * self.flops_per_token
+        data = b * (np.maximum(lw, self.min_tokens) if self.min_tokens else lw) * self.kv_read + b * self.head_data
+        if self.units is None:
+            return op_time(flops, data, self.peak_flops, self.bandwidth, self.compute, self.memory,
+                           self.kernel_overhead, overlap=self.overlap)
+        units = b * self.units
+        busy = np.maximum(units, 1.0)  # an absent op (b = 0) moves no bytes and launches no blocks
+        eta_m = self.memory * busy / (busy + self.unit_half)
+        t = op_time(flops, data, self.peak_flops, self.bandwidth, self.compute, eta_m, 1.0,
+                    kernels=self.kernel_overhead, overlap=self.overlap)
+        l_split = lw + self.split_window * (L - lw) if self.split_window else lw
+        splits = np.minimum(np.maximum(l_split / self.split_chunk, 1.0), np.maximum(1.0, self.fill / busy))
+        extra = self.unit_cost * units * splits / self.slots
+        if self.split_cost:
+            extra = extra + self.split_cost * ((lw >= self.split_tokens) & (units > 0))
+        return OpTime(t.compute, t.memory, t.overhead, t.overlap, serial=extra)
+
+
+def decode_attention_form(heads: ArrayLike, kv_width: ArrayLike, d_qk: ArrayLike, d_v: ArrayLike,
+                          kv_bytes: ArrayLike, peak_flops: float, bandwidth: float, eff: Efficiency,
+                          kv_streams: ArrayLike = 1.0, window: ArrayLike = 0, act_bytes: float = 2.0,
+                          family: str = "attention_decode") -> DecodeAttentionForm:
+    """The constants of :func:`attention_decode_time` for one shape (arguments as there): formed once,
+    a step model reuses them for every call of that shape."""
+    H = np.asarray(heads, dtype=float)
     dqv = np.asarray(d_qk, dtype=float) + np.asarray(d_v, dtype=float)
     kv_row = np.asarray(kv_width, dtype=float) * np.asarray(kv_bytes, dtype=float)
-    flops = 2.0 * b * H * lw * dqv
+    flops_per_token = 2.0 * H * dqv
     terms = eff.op(family)
     if not terms:
-        data = b * lw * kv_row + b * H * dqv * act_bytes
-        return op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.attention_memory,
-                       eff.kernel_overhead)
+        return DecodeAttentionForm(window, flops_per_token, kv_row, H * dqv * act_bytes, 0.0, peak_flops,
+                                   bandwidth, eff.attention_compute, eff.attention_memory, eff.kernel_overhead,
+                                   math.inf, None)
     streams = np.maximum(np.asarray(kv_streams, dtype=float), 1.0)
     group = H / streams
     per_head = group > terms.get("max_group", np.inf)
     reread = np.where(per_head, 1.0 + terms.get("reread_fraction", 1.0) * (group - 1.0), 1.0)
-    l_eff = np.maximum(lw, terms.get("min_tokens", 0.0))
-    data = b * l_eff * kv_row * reread + b * H * dqv * (act_bytes + terms.get("head_bytes", 0.0))
+    head_data = H * dqv * (act_bytes + terms.get("head_bytes", 0.0))
     eta_m = terms.get("memory", eff.attention_memory)
     t_k = terms.get("kernel_overhead", eff.kernel_overhead)
+    common = (window, flops_per_token, kv_row * reread, head_data, terms.get("min_tokens", 0.0), peak_flops,
+              bandwidth, terms.get("compute", eff.attention_compute))
     if "unit_cost" not in terms:
-        return op_time(flops, data, peak_flops, bandwidth, terms.get("compute", eff.attention_compute),
-                       eta_m, t_k, overlap=terms.get("overlap", math.inf))
-    units = b * streams * np.where(per_head, group, 1.0)
-    busy = np.maximum(units, 1.0)  # an absent op (b = 0) moves no bytes and launches no blocks
+        return DecodeAttentionForm(*common, eta_m, t_k, terms.get("overlap", math.inf), None)
     grouped = (group > 1.0) & ~per_head
     fp8_kv = np.asarray(kv_bytes, dtype=float) <= 1.0
     head_eta = np.where(fp8_kv, terms.get("memory_head_fp8", eta_m), terms.get("memory_head", eta_m))
-    eta_m = np.where(grouped, eta_m, head_eta) * busy / (busy + terms.get("unit_half", 0.0))
     fp8 = grouped & fp8_kv
-    t_k = np.where(fp8 & (np.asarray(d_qk, dtype=float) >= 128.0),
-                   terms.get("kernel_overhead_fp8", t_k), t_k)
-    t = op_time(flops, data, peak_flops, bandwidth, terms.get("compute", eff.attention_compute),
-                eta_m, 1.0, kernels=t_k, overlap=terms.get("overlap", math.inf))
+    t_k = np.where(fp8 & (np.asarray(d_qk, dtype=float) >= 128.0), terms.get("kernel_overhead_fp8", t_k), t_k)
     cost = np.where(fp8, terms.get("unit_cost_group_fp8", terms["unit_cost"]),
                     np.where(grouped, terms.get("unit_cost_group", terms["unit_cost"]), terms["unit_cost"]))
     slots = terms.get("slots", 132.0)
-    l_split = lw + terms.get("split_window", 0.0) * (L - lw)
-    splits = np.clip(l_split / terms.get("split_chunk", np.inf), 1.0,
-                     np.maximum(1.0, terms.get("split_fill", 1.0) * slots / busy))
-    extra = cost * units * splits / slots
-    extra = extra + terms.get("split_cost", 0.0) * ((lw >= terms.get("split_tokens", np.inf)) & (units > 0))
-    return OpTime(t.compute, t.memory, t.overhead, t.overlap, serial=extra)
+    return DecodeAttentionForm(*common, np.where(grouped, eta_m, head_eta), t_k, terms.get("overlap", math.inf),
+                               streams * np.where(per_head, group, 1.0), terms.get("unit_half", 0.0), cost,
+                               slots, terms.get("split_window", 0.0), terms.get("split_chunk", np.inf),
+                               terms.get("split_fill", 1.0) * slots, terms.get("split_cost", 0.0),
+                               terms.get("split_tokens", np.inf))
 
 
 def causal_pairs(isl: ArrayLike, window: ArrayLike = 0) -> np.ndarray:

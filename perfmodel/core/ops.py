@@ -142,10 +142,10 @@ def kv_elems_per_token_layer(model: ModelSpec, tp: int) -> float:
 def _gemm(name: str, op_class: OpClass, m, n: float, k: float, wb: float, ab: float,
           kernels: float = 1.0) -> Op:
     m = np.asarray(m, dtype=float)
-    w = n * k * wb
     present = (m > 0).astype(float)
-    return Op(name, op_class, "gemm", (2.0 * n * k) * m, present * w + m * ((n + k) * ab),
-              m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=present * w, n=n, k=k)
+    weights = present * (n * k * wb)
+    return Op(name, op_class, "gemm", (2.0 * n * k) * m, weights + m * ((n + k) * ab),
+              m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=weights, n=n, k=k)
 
 
 @frozen

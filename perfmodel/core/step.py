@@ -22,10 +22,11 @@ from ..precision import Precision, dtype, serving_activations
 from . import comm, topology
 from .breakdown import PartSums, StackedRow, StepBreakdown
 from .costs import (
+    DecodeAttentionForm,
     OpTime,
-    attention_decode_time,
     attention_prefill_time,
     causal_pairs,
+    decode_attention_form,
     gemm_compute_eta,
     gemm_cost,
     moe_time,
@@ -146,6 +147,7 @@ class StepModel:
             self.attention_peak = self.peak
         self.bandwidth = self.hardware.memory_bandwidth
         self.link_bandwidth, self.link_alpha, self.link_id = self._collective_link(scale_up)
+        self._decode_forms: dict[tuple, DecodeAttentionForm | None] = {}
 
     def with_efficiency(self, efficiency: str | Efficiency) -> StepModel:
         """The same replica (model, hardware, layout, formats) under another efficiency profile."""
@@ -273,10 +275,28 @@ class StepModel:
             return comm.p2p_time(msg.size, bw, self.link_alpha)
         return fn[msg.kind](msg.size, n, bw, self.link_alpha)
 
-    @staticmethod
-    def _decode_family(eff, attention: DecodeAttentionWork) -> str:
-        """Decode-attention op family: kernel-level terms for grouped queries (H > H_kv streams)."""
-        return eff.decode_family(attention.family, grouped=attention.grouped)
+    def _decode_form(self, a: DecodeAttentionWork) -> DecodeAttentionForm | None:
+        """Constants of the calibrated decode-attention form for this shape (None where the profile has no
+        terms for its family: the plain roofline then), formed once per shape and step model.
+
+        The family is the kernel-level one for grouped queries (H > H_kv streams)."""
+        key = (a.family, a.heads, a.kv_width, a.d_qk, a.d_v, a.kv_bytes, a.kv_streams, a.window)
+        try:
+            return self._decode_forms[key]
+        except KeyError:
+            pass
+        except TypeError:  # array-valued sizes: not cached
+            key = None
+        eff = self.efficiency
+        family = eff.decode_family(a.family, grouped=a.grouped)
+        form = None
+        if eff.op(family):
+            form = decode_attention_form(a.heads, a.kv_width, a.d_qk, a.d_v, a.kv_bytes, self.attention_peak,
+                                         self.bandwidth, eff, kv_streams=a.kv_streams, window=a.window,
+                                         act_bytes=self.precision.act_bytes, family=family)
+        if key is not None:
+            self._decode_forms[key] = form
+        return form
 
     def _op_parts(self, op: Op):
         """Cost of one op with the profile: calibrated shape terms where the profile has them."""
@@ -294,12 +314,9 @@ class StepModel:
             return gemm_cost(op.flops, op.bytes, op.m, op.n, op.k, self.peak, self.bandwidth, eff,
                              self.precision.matmul_format, op.kernels, fused_quantization=True)
         a = op.attention
-        decode_family = self._decode_family(eff, a) if isinstance(a, DecodeAttentionWork) else None
-        if decode_family and eff.op(decode_family):
-            t = attention_decode_time(a.batch, a.kv_len, a.heads, a.kv_width, a.d_qk, a.d_v, a.kv_bytes,
-                                      self.attention_peak, self.bandwidth, eff, kv_streams=a.kv_streams,
-                                      window=a.window, act_bytes=self.precision.act_bytes,
-                                      family=decode_family)
+        form = self._decode_form(a) if isinstance(a, DecodeAttentionWork) else None
+        if form is not None:
+            t = form.time(a.batch, a.kv_len)
             return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
         if isinstance(a, PrefillAttentionWork) and eff.op(a.family):
             t = attention_prefill_time(a.batch, a.isl, a.heads, a.kv_heads, a.d_qk, a.d_v,
