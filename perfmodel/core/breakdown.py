@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .costs import OpTime
+from .costs import OpTime, smooth_max
 from .frozen import frozen
 
 #: Names of the dominant term, by code (0 compute, 1 memory, 2 communication).
@@ -66,8 +66,16 @@ class StepBreakdown:
     def add_op(self, op_class: str, parts, weight: float) -> None:
         self.ops.append((op_class, parts, weight))
 
+    def _stack(self) -> _Stack | None:
+        """The ops as matrices (:class:`_Stack`), formed once while no op is added."""
+        cached = self.__dict__.get("_stacked")
+        if cached is None or cached[0] is not self.ops or cached[1] != len(self.ops):
+            cached = (self.ops, len(self.ops), _Stack.of(self.ops))
+            self.__dict__["_stacked"] = cached
+        return cached[2]
+
     def _sum(self, attr: str) -> dict[str, np.ndarray]:
-        stack = _Stack.of(self.ops) if attr in ("compute", "memory") else None
+        stack = self._stack() if attr in ("compute", "memory") else None
         if stack is not None:
             return stack.class_sums(getattr(stack, attr))
         out: dict[str, np.ndarray] = {}
@@ -94,7 +102,7 @@ class StepBreakdown:
 
     @property
     def compute_total(self) -> np.ndarray:
-        stack = _Stack.of(self.ops)
+        stack = self._stack()
         if stack is not None:
             return stack.total_sum()
         acc = None
@@ -136,23 +144,17 @@ class StepBreakdown:
 
 @frozen
 class StackedRow(OpTime):
-    """One op's row of an :class:`OpTime` evaluated for several ops at once, its total taken from the
-    stack's (the same element-wise arithmetic, done in one pass)."""
-
-    stacked_total: np.ndarray | None = None
-
-    @property
-    def total(self) -> np.ndarray:
-        return self.stacked_total.copy()  # a new array, as OpTime.total gives (callers scale it in place)
+    """One op's row of an :class:`OpTime` evaluated for several ops at once (the same element-wise
+    arithmetic, done in one pass); its total is formed from its parts as any op's."""
 
 
 class _Stack:
     """The ops of a breakdown over a few points as (ops, points) matrices, summed in the loops' order.
 
     Sums over ops are formed in one pass each (``np.add.accumulate`` adds strictly in sequence, as the
-    op-by-op loops of :class:`StepBreakdown` do), so the values are the loops' bit for bit; each op's
-    total is ``max(compute, memory) + serial + overhead`` as :attr:`OpTime.total` forms it, or the
-    op's own total where its overlap is finite (smooth maximum) or it is a :class:`StackedRow`.
+    op-by-op loops of :class:`StepBreakdown` do), and each op's total as :attr:`OpTime.total` forms it
+    (the smooth maximum of the ops with a finite overlap in one call, an exponent per row), so the
+    values are the loops' bit for bit.
     """
 
     def __init__(self, ops: list, compute: np.ndarray, memory: np.ndarray) -> None:
@@ -184,14 +186,18 @@ class _Stack:
 
     def total_sum(self) -> np.ndarray:
         """Σ weight × op total over the ops, in op order [s]."""
+        ops = self.ops
         totals = np.maximum(self.compute, self.memory)
-        serial = [(j, p.serial) for j, (_, p, _) in enumerate(self.ops)
-                  if not (type(p.serial) is float and p.serial == 0.0)]
-        for j, v in serial:
-            totals[j] += v
-        totals += np.array([p.overhead for _, p, _ in self.ops])
-        for j, (_, p, _) in enumerate(self.ops):
-            if type(p) is not OpTime or not math.isinf(p.overlap):
+        smooth = [j for j, (_, p, _) in enumerate(ops) if not math.isinf(p.overlap)]
+        if smooth:
+            totals[smooth] = smooth_max(self.compute[smooth], self.memory[smooth],
+                                        np.array([ops[j][1].overlap for j in smooth])[:, None])
+        for j, (_, p, _) in enumerate(ops):
+            if not (type(p.serial) is float and p.serial == 0.0):
+                totals[j] += p.serial
+        totals += np.array([p.overhead for _, p, _ in ops])
+        for j, (_, p, _) in enumerate(ops):
+            if type(p) is not OpTime and type(p) is not StackedRow:  # a total of its own
                 totals[j] = p.total
         totals *= self.weights
         return np.add.accumulate(totals, axis=0)[-1]

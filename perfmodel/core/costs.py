@@ -52,11 +52,11 @@ class OpTime:
 TILE = 128.0
 
 
-def smooth_max(a: ArrayLike, b: ArrayLike, p: float = math.inf) -> np.ndarray:
+def smooth_max(a: ArrayLike, b: ArrayLike, p: ArrayLike = math.inf) -> np.ndarray:
     """:math:`(a^p + b^p)^{1/p}` for a, b >= 0: ``max(a, b)`` for p = inf, ``a + b`` for p = 1."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     hi = np.maximum(a, b)
-    if math.isinf(p):
+    if type(p) in (int, float) and math.isinf(p):  # p may also be an array (one exponent per row)
         return hi
     # hi * (1 + (lo/hi)^p)^(1/p), in place on one temporary (this is the hot loop of big sweeps)
     r = np.minimum(a, b, out=np.empty(np.shape(hi)))
@@ -107,7 +107,9 @@ def wave_monotone_eta(m: ArrayLike, n: ArrayLike, eta_max: float, m_half: float,
     """
     m = np.maximum(np.asarray(m, dtype=float), 1.0)
     n_tiles = np.ceil(np.asarray(n, dtype=float) / TILE)
-    m, n_tiles = np.broadcast_arrays(m, n_tiles)
+    if m.shape != n_tiles.shape:  # m over the full shape (the tiles broadcast where they are used)
+        shape = np.broadcast_shapes(m.shape, n_tiles.shape)
+        m = m if m.shape == shape else np.broadcast_to(m, shape)
     eta = _wave_eta(m, n_tiles, eta_max, m_half, wave, slots)
     if m.size == 0:
         return eta

@@ -98,7 +98,7 @@ def kv_bytes_per_token_device(model: ModelSpec, par: Parallel, prec: Precision,
     ctx = np.asarray(context, dtype=float)
     index = model.sparse_attention.index_head_dim if model.sparse_attention is not None else 0
     per_layer = (kv_elems_per_token_layer(model, par.tp) + index) * prec.kv_cache.bytes
-    total = np.zeros_like(ctx)
+    total = np.zeros(ctx.shape)
     for g in model.layer_groups:
         if g.mixer != "attention":
             continue

@@ -51,7 +51,7 @@ def check_context(model: Any, isl: np.ndarray, osl: np.ndarray) -> None:
     if not limit:
         return
     context = isl + osl - 1
-    if np.any(context > limit):
+    if (context > limit).any():
         isl, osl = (np.ravel(x) for x in np.broadcast_arrays(isl, osl))
         context = isl + osl - 1
         i = int(np.argmax(context))
@@ -232,7 +232,7 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     from the breakdown (the same op costs, summed in the same order: bit-identical).
     """
     c_lo, c_mid, c_hi = _contexts(i, o)
-    zero = np.zeros_like(b)
+    zero = np.zeros(b.shape)
     # few points: the decode steps at the two end contexts ride along as rows 2 and 3 (the numpy calls
     # cost the same for 2 or 4 rows), and the decode attention is read from them
     with_ends = sm.kv_host_fraction == 0 and b.size <= STACK_POINTS

@@ -366,10 +366,8 @@ class StepModel:
                 k = np.array([ops[j].k for j in gemms], dtype=float).reshape(axes)
                 t = gemm_cost(flops, data, m, n, k, self.peak, self.bandwidth, self.efficiency,
                               self.precision.matmul_format, kernels, fused_quantization=True)
-                total = t.total
                 for row, j in enumerate(gemms):
-                    parts[j] = StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap,
-                                           stacked_total=total[row])
+                    parts[j] = StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap)
         return [p if p is not None else self._op_parts(op) for p, op in zip(parts, ops, strict=True)]
 
     @functools.cached_property
