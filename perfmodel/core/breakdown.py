@@ -159,16 +159,17 @@ class _Stack:
 
     def __init__(self, ops: list, compute: np.ndarray, memory: np.ndarray) -> None:
         self.ops, self.compute, self.memory = ops, compute, memory
-        self.weights = np.array([w for _, _, w in ops], dtype=float)[:, None]
+        self.axes = (len(ops),) + (1,) * (compute.ndim - 1)  # a column over the points' axes
+        self.weights = np.array([w for _, _, w in ops], dtype=float).reshape(self.axes)
 
     @classmethod
     def of(cls, ops: list) -> _Stack | None:
-        """The stack of ``ops`` when every op's parts are 1-D arrays of one length (at most
-        ``MAX_POINTS``), else None (the loops then do the sums)."""
+        """The stack of ``ops`` when every op's parts are arrays of one shape (at most ``MAX_POINTS``
+        points), else None (the loops then do the sums)."""
         if not ops:
             return None
         shape = getattr(ops[0][1].compute, "shape", None)
-        if shape is None or len(shape) != 1 or shape[0] > MAX_POINTS:
+        if shape is None or math.prod(shape) > MAX_POINTS:
             return None
         for _, p, _ in ops:
             if not (getattr(p.compute, "shape", None) == getattr(p.memory, "shape", None)
@@ -191,7 +192,8 @@ class _Stack:
         smooth = [j for j, (_, p, _) in enumerate(ops) if not math.isinf(p.overlap)]
         if smooth:
             totals[smooth] = smooth_max(self.compute[smooth], self.memory[smooth],
-                                        np.array([ops[j][1].overlap for j in smooth])[:, None])
+                                        np.array([ops[j][1].overlap for j in smooth]).reshape(
+                                            (len(smooth),) + self.axes[1:]))
         for j, (_, p, _) in enumerate(ops):
             if not (type(p.serial) is float and p.serial == 0.0):
                 totals[j] += p.serial
