@@ -75,9 +75,6 @@ class StepBreakdown:
         return cached[2]
 
     def _sum(self, attr: str) -> dict[str, np.ndarray]:
-        stack = self._stack() if attr in ("compute", "memory") else None
-        if stack is not None:
-            return stack.class_sums(getattr(stack, attr))
         out: dict[str, np.ndarray] = {}
         for cls, parts, w in self.ops:
             v = getattr(parts, attr)
@@ -130,7 +127,12 @@ class StepBreakdown:
 
     def bound(self) -> np.ndarray:
         """Dominant term of the step: 'compute', 'memory' or 'communication'."""
-        return dominant_term(sum(self.compute.values()), sum(self.memory.values()), self.comm_total)
+        stack = self._stack()
+        if stack is not None:
+            compute, memory = stack.part_sums()
+        else:
+            compute, memory = sum(self.compute.values()), sum(self.memory.values())
+        return dominant_term(compute, memory, self.comm_total)
 
     def select(self, k: int) -> StepBreakdown:
         """Row ``k`` of a breakdown computed over stacked shapes (leading axis)."""
@@ -149,7 +151,7 @@ class StackedRow(OpTime):
 
 
 class _Stack:
-    """The ops of a breakdown over a few points as (ops, points) matrices, summed in the loops' order.
+    """The ops of a breakdown over a few points as (ops, part, points) matrices, summed in the loops' order.
 
     Sums over ops are formed in one pass each (``np.add.accumulate`` adds strictly in sequence, as the
     op-by-op loops of :class:`StepBreakdown` do), and each op's total as :attr:`OpTime.total` forms it
@@ -157,50 +159,61 @@ class _Stack:
     values are the loops' bit for bit.
     """
 
-    def __init__(self, ops: list, compute: np.ndarray, memory: np.ndarray) -> None:
-        self.ops, self.compute, self.memory = ops, compute, memory
-        self.axes = (len(ops),) + (1,) * (compute.ndim - 1)  # a column over the points' axes
+    def __init__(self, ops: list, parts: np.ndarray, serial: list[int], smooth: list[int],
+                 slots: tuple[list[int], list[int], int, int]) -> None:
+        self.ops, self.parts, self.serial, self.smooth, self.slots = ops, parts, serial, smooth, slots
+        self.axes = (len(ops),) + (1,) * (parts.ndim - 2)  # a column over the points' axes
         self.weights = np.array([w for _, _, w in ops], dtype=float).reshape(self.axes)
 
     @classmethod
     def of(cls, ops: list) -> _Stack | None:
         """The stack of ``ops`` when every op's parts are arrays of one shape (at most ``MAX_POINTS``
-        points), else None (the loops then do the sums)."""
+        points) and its total is :attr:`OpTime.total`, else None (the loops then do the sums)."""
         if not ops:
             return None
         shape = getattr(ops[0][1].compute, "shape", None)
         if shape is None or math.prod(shape) > MAX_POINTS:
             return None
-        for _, p, _ in ops:
-            if not (getattr(p.compute, "shape", None) == getattr(p.memory, "shape", None)
+        rows, serial, smooth, position, column = [], [], [], [], []
+        classes: dict[str, int] = {}
+        for j, (c, p, _) in enumerate(ops):
+            if not (type(p) is OpTime or type(p) is StackedRow) or not (
+                    getattr(p.compute, "shape", None) == getattr(p.memory, "shape", None)
                     == getattr(p.overhead, "shape", None) == shape):
                 return None
-        return cls(ops, np.array([p.compute for _, p, _ in ops]), np.array([p.memory for _, p, _ in ops]))
+            rows.append((p.compute, p.memory, p.overhead))
+            if not (type(p.serial) is float and p.serial == 0.0):
+                serial.append(j)
+            if not math.isinf(p.overlap):
+                smooth.append(j)
+            position.append(classes.get(c, 0))
+            classes[c] = position[-1] + 1
+            column.append(list(classes).index(c))
+        slots = (position, column, max(classes.values()), len(classes))
+        return cls(ops, np.array(rows), serial, smooth, slots)
 
-    def class_sums(self, parts: np.ndarray) -> dict[str, np.ndarray]:
-        """Weighted sums of ``parts`` rows per op class, classes in order of first appearance."""
-        rows: dict[str, list[int]] = {}
-        for j, (c, _, _) in enumerate(self.ops):
-            rows.setdefault(c, []).append(j)
-        weighted = parts * self.weights
-        return {c: np.add.accumulate(weighted[r], axis=0)[-1] for c, r in rows.items()}
+    def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Σ over op classes of each class's weighted sum of compute parts, and of memory parts [s]:
+        ``sum(StepBreakdown.compute.values())`` and the same for memory."""
+        position, column, depth, width = self.slots
+        weighted = self.parts[:, :2] * self.weights[:, None]
+        # the j-th op of each class in row j of its class's column; the zeros below add exactly
+        padded = np.zeros((depth, width) + weighted.shape[1:])
+        padded[position, column] = weighted
+        per_class = np.add.accumulate(padded, axis=0)[-1]
+        both = np.add.accumulate(per_class, axis=0)[-1]
+        return both[0], both[1]
 
     def total_sum(self) -> np.ndarray:
         """Σ weight × op total over the ops, in op order [s]."""
-        ops = self.ops
-        totals = np.maximum(self.compute, self.memory)
-        smooth = [j for j, (_, p, _) in enumerate(ops) if not math.isinf(p.overlap)]
+        compute, memory, smooth = self.parts[:, 0], self.parts[:, 1], self.smooth
+        totals = np.maximum(compute, memory)
         if smooth:
-            totals[smooth] = smooth_max(self.compute[smooth], self.memory[smooth],
-                                        np.array([ops[j][1].overlap for j in smooth]).reshape(
-                                            (len(smooth),) + self.axes[1:]))
-        for j, (_, p, _) in enumerate(ops):
-            if not (type(p.serial) is float and p.serial == 0.0):
-                totals[j] += p.serial
-        totals += np.array([p.overhead for _, p, _ in ops])
-        for j, (_, p, _) in enumerate(ops):
-            if type(p) is not OpTime and type(p) is not StackedRow:  # a total of its own
-                totals[j] = p.total
+            exponents = np.array([self.ops[j][1].overlap for j in smooth]).reshape((len(smooth),) + self.axes[1:])
+            totals[smooth] = smooth_max(compute[smooth], memory[smooth], exponents)
+        for j in self.serial:
+            totals[j] += self.ops[j][1].serial
+        totals += self.parts[:, 2]
         totals *= self.weights
         return np.add.accumulate(totals, axis=0)[-1]
 

@@ -554,20 +554,33 @@ def attention_prefill_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, k
     family : str
         Key of the shape terms in ``eff.op_params``.
     """
-    b, s, H, Hk = (np.asarray(x, dtype=float) for x in (batch, isl, heads, kv_heads))
+    t, _, tiles = prefill_attention_parts(batch, isl, heads, kv_heads, d_qk, d_v, peak_flops, bandwidth, eff,
+                                          window, kv_bytes, act_bytes, fp8, family)
+    return OpTime(t.compute + tiles, t.memory, t.overhead, t.overlap)
+
+
+def prefill_attention_parts(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike,
+                            d_qk: ArrayLike, d_v: ArrayLike, peak_flops: float, bandwidth: float,
+                            eff: Efficiency, window: ArrayLike = 0, kv_bytes: ArrayLike = 2.0,
+                            act_bytes: float = 2.0, fp8: ArrayLike = False,
+                            family: str = "attention_prefill") -> tuple[OpTime, np.ndarray, np.ndarray]:
+    """:func:`attention_prefill_time` in parts (arguments as there): its time without the per-tile
+    term, its FLOPs F [FLOP] and the per-tile time :func:`prefill_tile_time` [s] (0 without terms)."""
+    b, s, H = (np.asarray(x, dtype=float) for x in (batch, isl, heads))
     dqv = np.asarray(d_qk, dtype=float) + np.asarray(d_v, dtype=float)
     flops = 2.0 * b * H * causal_pairs(s, window) * dqv
-    data = b * s * (H * dqv * act_bytes + Hk * dqv * np.asarray(kv_bytes, dtype=float))
+    data = b * s * (H * dqv * act_bytes + np.asarray(kv_heads, dtype=float) * dqv * np.asarray(kv_bytes, dtype=float))
     terms = eff.op(family)
     if not terms:
-        return op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.memory,
-                       eff.kernel_overhead)
-    eta_max = np.where(np.asarray(fp8, dtype=bool), terms.get("compute_fp8", eff.attention_compute),
-                       terms.get("compute", eff.attention_compute))
+        return (op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.memory, eff.kernel_overhead),
+                flops, np.zeros(()))
+    compute = terms.get("compute", eff.attention_compute)
+    eta_max = compute if fp8 is False else np.where(np.asarray(fp8, dtype=bool),
+                                                    terms.get("compute_fp8", eff.attention_compute), compute)
     eta = eta_max * (dqv / 2.0) / (dqv / 2.0 + terms.get("head_dim_half", 0.0))
     t = op_time(flops, data, peak_flops, bandwidth, eta, terms.get("memory", eff.memory),
                 terms.get("kernel_overhead", eff.kernel_overhead), overlap=terms.get("overlap", math.inf))
-    return OpTime(t.compute + prefill_tile_time(b, s, H, eff, family), t.memory, t.overhead, t.overlap)
+    return t, flops, prefill_tile_time(b, s, H, eff, family)
 
 
 def prefill_tile_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, eff: Efficiency,

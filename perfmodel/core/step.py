@@ -24,14 +24,12 @@ from .breakdown import PartSums, StackedRow, StepBreakdown
 from .costs import (
     DecodeAttentionForm,
     OpTime,
-    attention_prefill_time,
-    causal_pairs,
     decode_attention_form,
     gemm_compute_eta,
     gemm_cost,
     moe_time,
     op_time,
-    prefill_tile_time,
+    prefill_attention_parts,
 )
 from .efficiency import Efficiency, profile_for
 from .memory import (
@@ -319,18 +317,14 @@ class StepModel:
             t = form.time(a.batch, a.kv_len)
             return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
         if isinstance(a, PrefillAttentionWork) and eff.op(a.family):
-            t = attention_prefill_time(a.batch, a.isl, a.heads, a.kv_heads, a.d_qk, a.d_v,
-                                       self.attention_peak, self.bandwidth, eff, window=a.window,
-                                       kv_bytes=a.kv_bytes, act_bytes=self.precision.act_bytes,
-                                       family=a.family)
+            t, f_no_past, tiles = prefill_attention_parts(
+                a.batch, a.isl, a.heads, a.kv_heads, a.d_qk, a.d_v, self.attention_peak, self.bandwidth, eff,
+                window=a.window, kv_bytes=a.kv_bytes, act_bytes=self.precision.act_bytes, family=a.family)
             # the form is fitted without a cached prefix: scale its FLOP part to this op's pairs and
             # bytes; the fixed cost per (sequence, head, 128-query tile) does not grow with the prefix
-            with np.errstate(divide="ignore", invalid="ignore"):
-                f_no_past = 2.0 * a.batch * a.heads * causal_pairs(a.isl, a.window) * (a.d_qk + a.d_v)
-                cscale = np.where(f_no_past > 0, op.flops / f_no_past, 0.0)
-            tiles = prefill_tile_time(a.batch, a.isl, a.heads, eff, a.family)
-            return OpTime((t.compute - tiles) * cscale + tiles,
-                          np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
+            cscale = np.divide(op.flops, f_no_past, where=f_no_past > 0,
+                               out=np.zeros(np.broadcast_shapes(np.shape(op.flops), f_no_past.shape)))
+            return OpTime(t.compute * cscale + tiles, np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
                           t.overhead * op.kernels, t.overlap)
         if op.kind in ("attention_decode", "indexer"):
             eta_c, eta_m = eff.attention_compute, eff.attention_memory
