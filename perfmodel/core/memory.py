@@ -172,14 +172,14 @@ def static_batch_budget(model: ModelSpec, par: Parallel, prec: Precision, capaci
     ``extra_weights`` [B] and ``extra_kv_per_token`` [B per token of context] are added per device
     (a speculative-decoding draft: :func:`perfmodel.engine.speculative_draft.draft_memory`); they
     count in ``weights``, ``kv_cache`` and ``max_batch``."""
-    b = np.asarray(batch, dtype=float)
+    b, isl = np.asarray(batch, dtype=float), np.asarray(isl, dtype=float)
     per_tok = kv_bytes_per_token_device(model, par, prec, context) + extra_kv_per_token * np.asarray(context, float)
     kv = kv_on_device * (b / par.dp_attention) * per_tok
-    work = workspace_bytes(model, par, prec, np.minimum(b * np.asarray(isl, dtype=float), step_tokens))
-    mx = max_static_batch(model, par, prec, capacity, isl, context, reserve, kv_on_device, step_tokens,
-                          extra_weights, extra_kv_per_token)
-    return MemoryBudget(capacity, reserve, weights_per_device(model, par, prec) + extra_weights, kv, work,
-                        np.floor(mx))
+    work = workspace_bytes(model, par, prec, np.minimum(b * isl, step_tokens))
+    weights = weights_per_device(model, par, prec) + extra_weights
+    mx = _batch_limit(capacity * (1.0 - reserve) - weights, kv_on_device * per_tok / par.dp_attention,
+                      float(workspace_bytes(model, par, prec, 1.0)), isl, step_tokens)
+    return MemoryBudget(capacity, reserve, weights, kv, work, np.floor(mx))
 
 
 def max_sequences(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, context,
@@ -216,11 +216,17 @@ def max_static_batch(model: ModelSpec, par: Parallel, prec: Precision, capacity:
     a the workspace bytes per token, s = isl and T = ``step_tokens``. A draft's weights
     (``extra_weights``) count in W and its KV bytes per token of context (``extra_kv_per_token``) in k.
     """
-    isl = np.asarray(isl, dtype=float)
-    usable = capacity * (1.0 - reserve) - weights_per_device(model, par, prec) - extra_weights
+    usable = capacity * (1.0 - reserve) - (weights_per_device(model, par, prec) + extra_weights)
     per_seq = kv_on_device * (kv_bytes_per_token_device(model, par, prec, context)
                               + extra_kv_per_token * np.asarray(context, dtype=float)) / par.dp_attention
-    per_tok = float(workspace_bytes(model, par, prec, 1.0))
+    return _batch_limit(usable, per_seq, float(workspace_bytes(model, par, prec, 1.0)),
+                        np.asarray(isl, dtype=float), step_tokens)
+
+
+def _batch_limit(usable: float, per_seq: np.ndarray, per_tok: float, isl: np.ndarray,
+                 step_tokens: float) -> np.ndarray:
+    """:func:`max_static_batch` from usable bytes U − W, KV bytes per sequence k and workspace bytes
+    per token a."""
     with np.errstate(divide="ignore", invalid="ignore"):
         small = np.minimum(np.floor(usable / (per_seq + per_tok * isl)), np.floor(step_tokens / isl))
         large = np.floor((usable - per_tok * step_tokens) / per_seq)

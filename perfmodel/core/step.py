@@ -75,6 +75,23 @@ def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_atten
                           f"several systems")
 
 
+def _stack_fields(ops: list[Op], idx: list[int], names: tuple[str, ...]
+                  ) -> tuple[list[np.ndarray], tuple[int, ...]] | None:
+    """Fields ``names`` of the ops ``idx`` as (ops, points) matrices, and the axes of a per-op column;
+    None for fewer than two ops or more than :data:`STACK_POINTS` points (cost them one by one)."""
+    if len(idx) < 2:
+        return None
+    fields = [tuple(getattr(ops[j], name) for name in names) for j in idx]
+    shapes = {getattr(x, "shape", ()) for f in fields for x in f}
+    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
+    if math.prod(shape) > STACK_POINTS:
+        return None
+    same = not shapes  # all of one shape: no broadcast needed
+    matrices = [np.array([f[i] if same else np.broadcast_to(f[i], shape) for f in fields], dtype=float)
+                for i in range(len(names))]
+    return matrices, (len(idx),) + (1,) * len(shape)
+
+
 class StepModel:
     """A model replica on one accelerator type: step times, memory and KV capacity.
 
@@ -338,30 +355,34 @@ class StepModel:
                        op.kernels)
 
     def _costs(self, ops: list[Op]) -> list[OpTime]:
-        """:meth:`_op_parts` of each op; for a few operating points, the GEMMs in one stacked pass.
+        """:meth:`_op_parts` of each op; for a few operating points, the GEMMs in one stacked pass and
+        the memory-only ops in another.
 
-        Each part is computed element by element as :func:`~perfmodel.core.costs.gemm_cost` would for
-        the op alone, so the values are those of the op-by-op evaluation (``tests/test_predict_pinned.py``);
-        the stacked pass saves the fixed cost of numpy calls on tiny arrays, which dominates a scalar
-        ``predict``. Large arrays (sweeps) are costed op by op, where the arithmetic dominates.
+        Each part is computed element by element as :func:`~perfmodel.core.costs.gemm_cost` (or
+        :func:`~perfmodel.core.costs.op_time`) would for the op alone, so the values are those of the
+        op-by-op evaluation (``tests/test_predict_pinned.py``); the stacked pass saves the fixed cost of
+        numpy calls on tiny arrays, which dominates a scalar ``predict``. Large arrays (sweeps) are
+        costed op by op, where the arithmetic dominates.
         """
-        gemms = [j for j, op in enumerate(ops) if op.moe is None and op.kind == "gemm" and op.k is not None]
         parts: list[OpTime | None] = [None] * len(ops)
-        if len(gemms) > 1:
-            fields = [(ops[j].flops, ops[j].bytes, ops[j].m, ops[j].kernels) for j in gemms]
-            shapes = {getattr(x, "shape", ()) for f in fields for x in f}
-            shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
-            if math.prod(shape) <= STACK_POINTS:
-                same = not shapes  # all of one shape: no broadcast needed
-                flops, data, m, kernels = (np.array([f[i] if same else np.broadcast_to(f[i], shape)
-                                                     for f in fields], dtype=float) for i in range(4))
-                axes = (len(gemms),) + (1,) * len(shape)
-                n = np.array([ops[j].n for j in gemms], dtype=float).reshape(axes)
-                k = np.array([ops[j].k for j in gemms], dtype=float).reshape(axes)
-                t = gemm_cost(flops, data, m, n, k, self.peak, self.bandwidth, self.efficiency,
-                              self.precision.matmul_format, kernels, fused_quantization=True)
-                for row, j in enumerate(gemms):
-                    parts[j] = StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap)
+        gemms = [j for j, op in enumerate(ops) if op.moe is None and op.kind == "gemm" and op.k is not None]
+        stack = _stack_fields(ops, gemms, ("flops", "bytes", "m", "kernels"))
+        if stack is not None:
+            (flops, data, m, kernels), axes = stack
+            n = np.array([ops[j].n for j in gemms], dtype=float).reshape(axes)
+            k = np.array([ops[j].k for j in gemms], dtype=float).reshape(axes)
+            t = gemm_cost(flops, data, m, n, k, self.peak, self.bandwidth, self.efficiency,
+                          self.precision.matmul_format, kernels, fused_quantization=True)
+            for row, j in enumerate(gemms):
+                parts[j] = StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap)
+        memory_ops = [j for j, op in enumerate(ops) if op.kind == "memory"]
+        stack = _stack_fields(ops, memory_ops, ("flops", "bytes", "kernels"))
+        if stack is not None:  # as _op_parts costs a memory-only op
+            eff = self.efficiency
+            (flops, data, kernels), _ = stack
+            t = op_time(flops, data, self.peak, self.bandwidth, 1.0, eff.memory, eff.kernel_overhead, kernels)
+            for row, j in enumerate(memory_ops):
+                parts[j] = StackedRow(t.compute[row], t.memory[row], t.overhead[row], t.overlap)
         return [p if p is not None else self._op_parts(op) for p, op in zip(parts, ops, strict=True)]
 
     @functools.cached_property
