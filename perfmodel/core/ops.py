@@ -148,6 +148,20 @@ def _gemm(name: str, op_class: OpClass, m, n: float, k: float, wb: float, ab: fl
               m=np.maximum(m, 1.0), kernels=kernels * present, weight_bytes=weights, n=n, k=k)
 
 
+def _gemms(m, *specs: tuple[str, OpClass, float, float, float, float]) -> list[Op]:
+    """:func:`_gemm` for several GEMMs ``(name, op_class, n, k, wb, ab)`` over the same M, in one
+    stacked pass (the same element-wise arithmetic: the same values)."""
+    m = np.asarray(m, dtype=float)
+    present = (m > 0).astype(float)
+    col = (len(specs),) + (1,) * m.ndim
+    coef = np.array([(2.0 * n * k, n * k * wb, (n + k) * ab) for _, _, n, k, wb, ab in specs])
+    weights = present * coef[:, 1].reshape(col)
+    flops, data = coef[:, 0].reshape(col) * m, weights + m * coef[:, 2].reshape(col)
+    m_ops = np.maximum(m, 1.0)
+    return [Op(name, op_class, "gemm", flops[r], data[r], m=m_ops, kernels=present, weight_bytes=weights[r],
+               n=n, k=k) for r, (name, op_class, n, k, _, _) in enumerate(specs)]
+
+
 @frozen
 class AttentionDims:
     """Per-device attention sizes of a model under a TP degree (see :func:`attention_dims`)."""
@@ -245,19 +259,20 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     nq, t_a = dims.heads, s.tokens / a
     if not dims.mla:
         q_width = nq * (2.0 if model.attention_output_gate else 1.0)  # the output gate doubles Q
-        return [_gemm("qkv_proj", "attention_proj", t_a, (q_width + 2.0 * dims.kv_streams) * model.head_dim,
-                      h, wb, ab),
-                _gemm("o_proj", "attention_proj", t_a, h, nq * model.v_head_dim, wb, ab)]
+        return _gemms(t_a, ("qkv_proj", "attention_proj", (q_width + 2.0 * dims.kv_streams) * model.head_dim, h,
+                            wb, ab),
+                      ("o_proj", "attention_proj", h, nq * model.v_head_dim, wb, ab))
     mla = model.mla
     assert mla is not None
     d_qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-    ops: list[Op] = []
     if mla.q_lora_rank:
-        ops.append(_gemm("q_a_proj", "attention_proj", t_a, mla.q_lora_rank, h, wb, ab))
-        ops.append(_gemm("q_b_proj", "attention_proj", t_a, nq * d_qk, mla.q_lora_rank, wb, ab))
+        q_specs = [("q_a_proj", "attention_proj", mla.q_lora_rank, h, wb, ab),
+                   ("q_b_proj", "attention_proj", nq * d_qk, mla.q_lora_rank, wb, ab)]
     else:
-        ops.append(_gemm("q_proj", "attention_proj", t_a, nq * d_qk, h, wb, ab))
-    ops.append(_gemm("kv_a_proj", "attention_proj", t_a, dims.kv_width, h, wb, ab))
+        q_specs = [("q_proj", "attention_proj", nq * d_qk, h, wb, ab)]
+    # the projections over all tokens: the queries, the KV latent and (last) the output
+    *ops, o_proj = _gemms(t_a, *q_specs, ("kv_a_proj", "attention_proj", dims.kv_width, h, wb, ab),
+                          ("o_proj", "attention_proj", h, nq * mla.v_head_dim, wb, ab))
     # decode: absorbed form, W_UK and W_UV applied per head to the query and the output
     dec_t = s.n_decode / a
     absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
@@ -270,7 +285,7 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     up_tokens = s.n_prefill / a * (s.chunk + s.past)
     ops.append(_gemm("kv_b_proj", "attention_proj", up_tokens,
                      nq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, wb, ab))
-    ops.append(_gemm("o_proj", "attention_proj", t_a, h, nq * mla.v_head_dim, wb, ab))
+    ops.append(o_proj)
     return ops
 
 
@@ -392,9 +407,7 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
         return ops
     if group.ffn == "dense":
         inter = model.intermediate_size / g
-        ops.append(_gemm("ffn_up", "ffn", t, (mats - 1) * inter, h, wb, ab))
-        ops.append(_gemm("ffn_down", "ffn", t, h, inter, wb, ab))
-        return ops
+        return _gemms(t, ("ffn_up", "ffn", (mats - 1) * inter, h, wb, ab), ("ffn_down", "ffn", h, inter, wb, ab))
     moe = model.moe
     assert moe is not None
     t_a = t / par.dp_attention
@@ -413,8 +426,8 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
                               decode_only=s.n_prefill * s.chunk <= 0)))
     if moe.shared_intermediate_size:
         s_inter = moe.shared_intermediate_size / g
-        ops.append(_gemm("shared_up", "moe", t, (mats - 1) * s_inter, h, wb, ab))
-        ops.append(_gemm("shared_down", "moe", t, h, s_inter, wb, ab))
+        ops += _gemms(t, ("shared_up", "moe", (mats - 1) * s_inter, h, wb, ab),
+                      ("shared_down", "moe", h, s_inter, wb, ab))
     return ops
 
 
