@@ -110,16 +110,23 @@ def wave_monotone_eta(m: ArrayLike, n: ArrayLike, eta_max: float, m_half: float,
     if m.shape != n_tiles.shape:  # m over the full shape (the tiles broadcast where they are used)
         shape = np.broadcast_shapes(m.shape, n_tiles.shape)
         m = m if m.shape == shape else np.broadcast_to(m, shape)
-    eta = _wave_eta(m, n_tiles, eta_max, m_half, wave, slots)
     if m.size == 0:
-        return eta
+        return _wave_eta(m, n_tiles, eta_max, m_half, wave, slots)
     window = int(min(math.ceil(wave * slots * (TILE + m_half) / (TILE * float(n_tiles.min()))) + 1, 4096))
     rows = np.ceil(m / TILE)
-    worst = m / eta
     top = float(rows.max())
     # boundaries 128 (r - back) >= 128, r = ceil(M/128) (a NaN or inf row count: the whole window)
     depth = min(window, int(top) - 1) if math.isfinite(top) else window
     block = max(1, _WAVE_BLOCK // m.size)  # boundaries taken together: one pass for a few points
+    if depth < block:  # one pass: M itself (column 0) with its boundaries
+        edge = (rows[..., None] - np.arange(0.0, depth + 1.0)) * TILE
+        edge[..., 0] = m
+        ok = edge >= TILE
+        ok[..., 0] = True
+        edge = np.where(ok, edge, TILE)
+        u = edge / _wave_eta(edge, n_tiles[..., None], eta_max, m_half, wave, slots)
+        return m / np.where(ok, u, -np.inf).max(axis=-1)
+    worst = m / _wave_eta(m, n_tiles, eta_max, m_half, wave, slots)
     for first in range(1, depth + 1, block):
         back = np.arange(first, min(first + block, depth + 1), dtype=float)
         edge = (rows[..., None] - back) * TILE

@@ -10,6 +10,7 @@ with C the main-memory capacity and r the reserved fraction (``reserve``; servin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -148,11 +149,11 @@ class MemoryBudget:
     def usable(self) -> float:
         return self.capacity * (1.0 - self.reserve_fraction)
 
-    @property
+    @cached_property
     def used(self) -> np.ndarray:
         return self.weights + self.kv_cache + self.workspace
 
-    @property
+    @cached_property
     def fits(self) -> np.ndarray:
         return self.used <= self.usable
 
