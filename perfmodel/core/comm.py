@@ -24,6 +24,7 @@ bytes. With thousands of ranks (an LPU pool) the ring's α term alone would be m
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -49,6 +50,14 @@ def all_reduce_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: floa
     ``auto`` takes the fastest algorithm for each size, as NCCL and TensorRT-LLM pick algorithms by
     message size.
     """
+    if algorithm == "auto" and _one_count(n):  # the usual call: one rank count, the fastest of the four
+        if n <= 1:
+            return np.zeros(np.shape(size))
+        # the three algorithms moving 2(n-1)/n S differ only in their α terms: the least of them wins
+        # (adding the same volume term keeps the order of the sums, so this is the minimum of the table)
+        moved = 2.0 * (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
+        steps = min(2.0 * (n - 1.0) * alpha, 2.0 * _log2_steps(n) * alpha, 2.0 * alpha)
+        return np.minimum(steps + moved, alpha + (n - 1.0) * np.asarray(size, dtype=float) / bandwidth)
     n = _n(n)
     s = np.asarray(size, dtype=float)
     frac = 2.0 * (n - 1.0) / n
@@ -71,8 +80,22 @@ def _log_steps(n: np.ndarray) -> np.ndarray:
     return np.ceil(np.log2(np.maximum(n, 1.0)))
 
 
+def _one_count(n: object) -> bool:
+    """Whether ``n`` is one rank count (a Python number >= 1), costed without arrays of counts."""
+    return type(n) in (int, float) and n >= 1  # type: ignore[operator]
+
+
+def _log2_steps(n: float) -> float:
+    """:func:`_log_steps` of one count: ⌈log2 n⌉."""
+    return float(math.ceil(math.log2(max(n, 1.0))))
+
+
 def all_gather_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: float) -> np.ndarray:
     """All-gather producing ``size`` bytes on every rank [s] (ring or recursive doubling); 0 if n == 1."""
+    if _one_count(n):
+        if n <= 1:
+            return np.zeros(np.shape(size))
+        return min(n - 1.0, _log2_steps(n)) * alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
     n = _n(n)
     steps = np.minimum(n - 1.0, _log_steps(n))
     t = steps * alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
@@ -86,6 +109,10 @@ def reduce_scatter_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: 
 
 def all_to_all_time(size: ArrayLike, n: ArrayLike, bandwidth: float, alpha: float) -> np.ndarray:
     """All-to-all on a switched fabric: each rank sends (n−1)/n of its ``size`` bytes [s]."""
+    if _one_count(n):
+        if n <= 1:
+            return np.zeros(np.shape(size))
+        return alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
     n = _n(n)
     t = alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bandwidth
     return np.where(n > 1, t, 0.0)
