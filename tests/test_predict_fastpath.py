@@ -25,6 +25,12 @@ from perfmodel.engine.prefill import prefill_batch_time, prefix_step_time
     ("llama-3.1-70b", "h100-sxm", {"tp": 8}),
     ("deepseek-v3", "h200-sxm", {"tp": 8, "weights": "fp8"}),
     ("qwen3-next-80b-a3b", "b200", {"tp": 2, "weights": "nvfp4"}),
+    ("gpt-oss-120b", "b200", {"weights": "mxfp4"}),  # sliding-window layers, MXFP4 experts
+    ("deepseek-v3", "b200", {"dp_attention": 8, "ep": 8, "weights": "fp8"}),  # all-to-all messages
+    ("llama-3.1-8b", "h100-sxm", {"tp": 2, "pp": 2}),  # decodes split into micro-batches
+    ("llama-3.1-70b", "h100-sxm", {"tp": 4, "pp": 2, "kv_host_fraction": 0.25}),  # ends costed apart
+    ("nemotron-h-56b", "h100-sxm", {"tp": 2}),  # recurrent and FFN-only layers
+    ("llama-2-7b", "a100-sxm", {"efficiency": "datasheet"}),  # the plain roofline forms
 ])
 def test_scalar_predicts_equal_the_vectorised_call(model, hw, kw):
     """Points one by one (stacked GEMMs, end contexts as rows) against one call over more than
@@ -41,18 +47,39 @@ def test_scalar_predicts_equal_the_vectorised_call(model, hw, kw):
             assert np.ravel(getattr(one, f))[0] == getattr(whole, f)[j], (f, j)
 
 
-def test_breakdown_parts_do_not_depend_on_the_stacking():
-    """A step over 64 points (GEMMs stacked) and over 65 (op by op): the same per-class parts."""
-    sm = pm.StepModel("llama-3.1-8b", "h100-sxm")
+@pytest.mark.parametrize("model, hw, kw", [
+    ("llama-3.1-8b", "h100-sxm", {}),
+    ("deepseek-v3", "h200-sxm", {"tp": 8, "weights": "fp8"}),  # smooth maxima of several exponents, MoE
+    ("gpt-oss-120b", "b200", {"weights": "mxfp4"}),
+])
+def test_breakdown_parts_do_not_depend_on_the_stacking(model, hw, kw):
+    """A step over 64 points (GEMMs and memory ops stacked, sums over (ops, points) matrices) and over
+    65 (op by op, sums in loops): the same totals, bounds and per-class parts, bit for bit."""
+    sm = pm.StepModel(model, hw, **kw)
     n = np.arange(1.0, 66.0)
-    shapes = [pm.core.ops.StepShape.make(n_decode=n[:k], context=1000.0 + n[:k], n_prefill=1.0,
-                                         chunk=50.0 * n[:k]) for k in (64, 65)]
+    shapes = [pm.core.ops.StepShape.make(n_decode=n[:k], context=1000.0 + 37.0 * n[:k], n_prefill=n[:k] % 2,
+                                         chunk=300.0 * n[:k]) for k in (64, 65)]
     small, large = (sm.breakdown(s) for s in shapes)
-    assert isinstance(small.ops[0][1], StackedRow)
-    assert not isinstance(large.ops[0][1], StackedRow)
+    assert isinstance(small.ops[0][1], StackedRow) and small._stack() is not None
+    assert not isinstance(large.ops[0][1], StackedRow) and large._stack() is None
     np.testing.assert_array_equal(small.total, large.total[:64])
-    for cls, v in small.op_total.items():
-        np.testing.assert_array_equal(v, large.op_total[cls][:64])
+    np.testing.assert_array_equal(small.bound(), large.bound()[:64])
+    assert set(small.bound()) == {"compute", "memory"}  # both branches of the comparison are exercised
+    for parts in ("op_total", "compute", "memory", "overhead"):
+        for cls, v in getattr(small, parts).items():
+            np.testing.assert_array_equal(v, getattr(large, parts)[cls][:64])
+
+
+def test_one_rank_count_costs_collectives_as_arrays_of_counts():
+    """The step model's messages (one rank count, plain numbers) and arrays of counts: the same times."""
+    from perfmodel.core import comm
+
+    size = np.array([0.0, 1e3, 2.5e5, 3e7, 1e9])
+    for n in (1, 2, 3, 8, 12, 64, 72):
+        for fn in (comm.all_reduce_time, comm.all_gather_time, comm.reduce_scatter_time, comm.all_to_all_time):
+            one = fn(size, n, 450e9, 3e-6)
+            np.testing.assert_array_equal(one, fn(size, np.full(size.shape, n), 450e9, 3e-6), err_msg=fn.__name__)
+            assert one.shape == size.shape
 
 
 def _wave_brute(m: float, n: float, eta_max: float, m_half: float, wave: float, slots: float) -> float:

@@ -57,3 +57,22 @@ def test_objects_are_keyed_by_identity_and_the_cache_is_bounded():
     assert len(step_cache._entries) == step_cache.MAX_ENTRIES
     step_cache.clear()
     assert not step_cache._entries
+
+
+def test_a_hardware_file_edited_between_calls_is_read_again(tmp_path):
+    """By path and by the id the file registered: the edited bandwidth is used, not a cached step model
+    (or its cached decode-attention constants) of the old file."""
+    text = resources.files("perfmodel").joinpath("hardware_specs/accelerators/h100-sxm.yaml").read_text()
+    text = text.replace("id: h100-sxm", "id: step-cache-test-gpu").replace(
+        "aliases: [h100, h100-sxm5, h100_sxm, h100-80gb]", "aliases: []")
+    path = tmp_path / "gpu.yaml"
+    path.write_text(text)
+    first = pm.predict("llama-3.1-8b", str(path), isl=1024, osl=128, batch=4)
+    assert float(first.tpot_s) == float(pm.predict("llama-3.1-8b", "step-cache-test-gpu", isl=1024, osl=128,
+                                                   batch=4).tpot_s)
+    assert "value: 3.35 TB/s" in text
+    path.write_text(text.replace("value: 3.35 TB/s", "value: 6.7 TB/s"))
+    by_path = pm.predict("llama-3.1-8b", str(path), isl=1024, osl=128, batch=4)
+    by_id = pm.predict("llama-3.1-8b", "step-cache-test-gpu", isl=1024, osl=128, batch=4)
+    assert float(by_path.tpot_s) < 0.75 * float(first.tpot_s)
+    assert float(by_id.tpot_s) == float(by_path.tpot_s)
