@@ -10,6 +10,7 @@ OCP Microscaling Formats (MX) v1.0 specification (2023); AWQ (Lin et al., 2023),
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .errors import unknown_name
 
@@ -122,14 +123,14 @@ class Precision:
         kv = dtype(kv_cache, "kv_cache") if kv_cache is not None else DTYPES["bf16"]
         return cls(w, a, kv)
 
-    @property
+    @cached_property
     def compute(self) -> str:
         """Peak-compute key used by matrix products (see class docstring)."""
         order = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
         wc, ac = self.weights.compute, self.activations.compute
         return wc if order.index(wc) > order.index(ac) else ac
 
-    @property
+    @cached_property
     def matmul_format(self) -> str:
         """Key of the fitted GEMM / MoE terms of an efficiency profile: :attr:`compute`, except
         ``fp8_block`` for block-scaled FP8 weights (their kernels differ from per-tensor FP8's)."""
@@ -137,7 +138,7 @@ class Precision:
             return "fp8_block"
         return self.compute
 
-    @property
+    @cached_property
     def moe_format(self) -> str:
         """Key of the fitted fused-MoE terms: :attr:`matmul_format`, except for MXFP4 weights under
         16-bit (``mxfp4_a16``, W4A16: Hopper's Triton kernels) or fp8 activations (``mxfp4_a8``,
@@ -146,7 +147,7 @@ class Precision:
             return "mxfp4_a8" if self.compute == "fp8" else "mxfp4_a16"
         return self.matmul_format
 
-    @property
+    @cached_property
     def act_bytes(self) -> float:
         """Bytes per activation element moved between kernels and over links [B].
 

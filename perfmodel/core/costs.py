@@ -72,7 +72,7 @@ def gemm_compute_eta(m_tokens: ArrayLike, eta_max: float, m_half: float) -> np.n
     """Compute efficiency of a GEMM with M rows: :math:`\\eta_{c,max} M / (M + M_{1/2})`."""
     m = np.asarray(m_tokens, dtype=float)
     if m_half <= 0:
-        return np.full_like(m, eta_max)
+        return np.full(m.shape, eta_max)
     return eta_max * m / (m + m_half)
 
 

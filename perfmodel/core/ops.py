@@ -218,8 +218,8 @@ def decode_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec
     attended = np.minimum(s.context, limit) if limit else s.context
     kvb = prec.kv_cache.bytes
     return Op("attention_decode", "attention", "attention_decode",
-              dec_a * 2.0 * dims.heads * sum(dims.decode) * attended,
-              dec_a * (attended * dims.kv_width * kvb + dims.q_o_elems * prec.act_bytes),
+              dec_a * attended * (2.0 * dims.heads * sum(dims.decode)),
+              dec_a * (attended * (dims.kv_width * kvb) + dims.q_o_elems * prec.act_bytes),
               m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0),
               attention=DecodeAttentionWork(
                   family="mla_decode" if dims.mla else "attention_decode", batch=dec_a, kv_len=s.context,
@@ -238,12 +238,15 @@ def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, pre
     dims = attention_dims(model, par.tp)
     pre_a = s.n_prefill / par.dp_attention
     limit = attended_limit(model, group)
-    pairs = windowed_pairs(s.past + s.chunk, limit) - windowed_pairs(s.past, limit)
+    if np.count_nonzero(s.past):
+        pairs = windowed_pairs(s.past + s.chunk, limit) - windowed_pairs(s.past, limit)
+    else:  # no cached prefix (the pairs of an empty one are 0)
+        pairs = windowed_pairs(s.chunk, limit)
     past_read = np.minimum(s.past, limit) if limit else s.past
     kvb = prec.kv_cache.bytes
     return Op("attention_prefill", "attention", "attention_prefill",
-              pre_a * 2.0 * dims.heads * sum(dims.prefill) * pairs,
-              pre_a * ((past_read + s.chunk) * dims.kv_width * kvb + s.chunk * dims.q_o_elems * prec.act_bytes),
+              pre_a * pairs * (2.0 * dims.heads * sum(dims.prefill)),
+              pre_a * ((past_read + s.chunk) * (dims.kv_width * kvb) + s.chunk * (dims.q_o_elems * prec.act_bytes)),
               m=np.maximum(pre_a * s.chunk, 1.0), kernels=1.0 * (pre_a > 0),
               attention=PrefillAttentionWork(
                   family="mla_prefill" if dims.mla else "attention_prefill", batch=pre_a, isl=s.chunk,
@@ -447,28 +450,23 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
     t = s.tokens
     norms = 1.0 if "none" in (group.mixer, group.ffn) else 2.0
     if group.ffn == "none":
-        act = _zeros(t)
+        act = 0.0
     elif group.ffn == "dense":
-        act = t * model.intermediate_size / par.group
+        act = model.intermediate_size / par.group
     else:
         moe = model.moe
         assert moe is not None
-        act = (t * moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
-               + t * moe.shared_intermediate_size / par.group)
+        act = (moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
+               + moe.shared_intermediate_size / par.group)
     act_kernels = 0.0 if group.ffn == "none" else 1.0
-    norm_elems = 4.0 * norms * model.hidden_size * t / par.dp_attention
-    if part == "all":
-        data = ab * (norm_elems + 3.0 * act)
-        return Op("elementwise", "elementwise", "memory", _zeros(data), data,
-                  kernels=(norms + act_kernels) * (t > 0))
-    if part == "attention":
-        data = ab * norm_elems
-        return Op("elementwise_attention", "elementwise", "memory", _zeros(data), data,
-                  kernels=norms * (t > 0))
-    if part == "ffn":
-        data = ab * 3.0 * act
-        return Op("elementwise_ffn", "elementwise", "memory", _zeros(data), data,
-                  kernels=act_kernels * (t > 0))
+    norm = 4.0 * norms * model.hidden_size / par.dp_attention  # per token of the step, as is ``act``
+    sides = {"all": ("elementwise", ab * (norm + 3.0 * act), norms + act_kernels),
+             "attention": ("elementwise_attention", ab * norm, norms),
+             "ffn": ("elementwise_ffn", ab * 3.0 * act, act_kernels)}
+    if part in sides:
+        name, per_token, kernels = sides[part]
+        data = t * per_token
+        return Op(name, "elementwise", "memory", _zeros(data), data, kernels=kernels * (t > 0))
     raise ValueError(f"part: expected 'all', 'attention' or 'ffn', got {part!r}")
 
 
@@ -504,9 +502,9 @@ def embedding_head_ops(model: ModelSpec, par: Parallel, prec: Precision, s: Step
     ab = prec.act_bytes
     t_a = s.tokens / par.dp_attention
     logits = (s.n_decode + s.n_prefill) / par.dp_attention
-    embed = Op("embedding", "embedding_head", "memory", _zeros(t_a), t_a * h * (2.0 + ab),
+    embed = Op("embedding", "embedding_head", "memory", _zeros(t_a), t_a * (h * (2.0 + ab)),
                kernels=1.0 * (t_a > 0))
     head = _gemm("lm_head", "embedding_head", logits, v, h, 2.0, ab)
-    sample = Op("sampling", "embedding_head", "memory", _zeros(logits), logits * v * 4.0 * 2,
+    sample = Op("sampling", "embedding_head", "memory", _zeros(logits), logits * (v * 4.0 * 2),
                 kernels=1.0 * (logits > 0))
     return [embed, head, sample]
