@@ -57,10 +57,12 @@ class StepBreakdown:
     def context_total(self) -> np.ndarray:
         """Summed time of the :attr:`context_ops` [s]: :meth:`StepModel.decode_attention_time` of the
         step's decodes, read from this breakdown."""
+        stack = self._stack()
+        weighted = stack.weighted_totals if stack is not None else None
         tot = 0.0
         for j in self.context_ops:
             _, parts, w = self.ops[j]
-            tot = tot + w * parts.total
+            tot = tot + (w * parts.total if weighted is None else weighted[j])
         return np.asarray(tot)
 
     def add_op(self, op_class: str, parts, weight: float) -> None:
@@ -164,6 +166,7 @@ class _Stack:
         self.ops, self.parts, self.serial, self.smooth, self.slots = ops, parts, serial, smooth, slots
         self.axes = (len(ops),) + (1,) * (parts.ndim - 2)  # a column over the points' axes
         self.weights = np.array([w for _, _, w in ops], dtype=float).reshape(self.axes)
+        self.weighted_totals: np.ndarray | None = None  # weight x total of each op, once summed
 
     @classmethod
     def of(cls, ops: list) -> _Stack | None:
@@ -215,6 +218,7 @@ class _Stack:
             totals[j] += self.ops[j][1].serial
         totals += self.parts[:, 2]
         totals *= self.weights
+        self.weighted_totals = totals
         return np.add.accumulate(totals, axis=0)[-1]
 
 
