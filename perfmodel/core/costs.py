@@ -239,7 +239,8 @@ def gemm_cost(flops: ArrayLike, data: ArrayLike, m: ArrayLike, n: ArrayLike | No
         eta = gemm_compute_eta(m, eff.gemm_eta(compute), eff.gemm_m_half)
         return op_time(flops, data, peak_flops, bandwidth, eta, eff.memory, eff.kernel_overhead, kernels)
     m_arr = np.asarray(m, dtype=float)
-    data = np.asarray(data, dtype=float) + m_arr * np.asarray(k, dtype=float) * terms.get("quant_bytes", 0.0)
+    if terms.get("quant_bytes", 0.0):
+        data = np.asarray(data, dtype=float) + m_arr * np.asarray(k, dtype=float) * terms["quant_bytes"]
     eta = gemm_compute_eta(m_arr, terms.get("compute", eff.gemm_eta(compute)),
                            terms.get("m_half", eff.gemm_m_half))
     wave, slots = terms.get("wave", 0.0), terms.get("slots", 0.0)

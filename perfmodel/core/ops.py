@@ -110,6 +110,11 @@ class Message:
     link: Literal["scale_up", "scale_out"] = "scale_up"
 
 
+def _per_rank(x: np.ndarray, ranks: int) -> np.ndarray:
+    """``x / ranks``, or ``x`` itself for one rank (the same values, one array operation fewer)."""
+    return x if ranks == 1 else x / ranks
+
+
 def _zeros(x) -> np.ndarray:
     """Zeros of ``x``'s shape (float64), without ``np.zeros_like``'s cost on tiny arrays."""
     return np.zeros(getattr(x, "shape", ()))
@@ -213,7 +218,7 @@ def decode_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec
     window or DSA's top-k (:func:`attended_limit`).
     """
     dims = attention_dims(model, par.tp)
-    dec_a = s.n_decode / par.dp_attention
+    dec_a = _per_rank(s.n_decode, par.dp_attention)
     limit = attended_limit(model, group)
     attended = np.minimum(s.context, limit) if limit else s.context
     kvb = prec.kv_cache.bytes
@@ -236,7 +241,7 @@ def prefill_attention_op(model: ModelSpec, group: LayerGroup, par: Parallel, pre
     with pairs capped by the window or DSA's top-k (:func:`attended_limit`).
     """
     dims = attention_dims(model, par.tp)
-    pre_a = s.n_prefill / par.dp_attention
+    pre_a = _per_rank(s.n_prefill, par.dp_attention)
     limit = attended_limit(model, group)
     if np.count_nonzero(s.past):
         pairs = windowed_pairs(s.past + s.chunk, limit) - windowed_pairs(s.past, limit)
@@ -259,7 +264,7 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     h, a = model.hidden_size, par.dp_attention
     wb, ab = prec.weights.bytes, prec.act_bytes
     dims = attention_dims(model, par.tp)
-    nq, t_a = dims.heads, s.tokens / a
+    nq, t_a = dims.heads, _per_rank(s.tokens, a)
     if not dims.mla:
         q_width = nq * (2.0 if model.attention_output_gate else 1.0)  # the output gate doubles Q
         return _gemms(t_a, ("qkv_proj", "attention_proj", (q_width + 2.0 * dims.kv_streams) * model.head_dim, h,
@@ -277,7 +282,7 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     *ops, o_proj = _gemms(t_a, *q_specs, ("kv_a_proj", "attention_proj", dims.kv_width, h, wb, ab),
                           ("o_proj", "attention_proj", h, nq * mla.v_head_dim, wb, ab))
     # decode: absorbed form, W_UK and W_UV applied per head to the query and the output
-    dec_t = s.n_decode / a
+    dec_t = _per_rank(s.n_decode, a)
     absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
     present = (dec_t > 0).astype(float)
     ops.append(Op("kv_b_absorbed", "attention_proj", "gemm", 2.0 * dec_t * nq * absorb_n,
@@ -285,7 +290,7 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
                                                                 + 2 * mla.kv_lora_rank) * ab,
                   m=np.maximum(dec_t, 1.0), kernels=2.0 * present, weight_bytes=present * nq * absorb_n * wb))
     # prefill: up-project the latent of every new and past token of the chunk
-    up_tokens = s.n_prefill / a * (s.chunk + s.past)
+    up_tokens = _per_rank(s.n_prefill, a) * (s.chunk + s.past)
     ops.append(_gemm("kv_b_proj", "attention_proj", up_tokens,
                      nq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, wb, ab))
     ops.append(o_proj)
@@ -302,7 +307,7 @@ def indexer_decode_op(model: ModelSpec, par: Parallel, prec: Precision, s: StepS
     """
     dsa = model.sparse_attention
     assert dsa is not None
-    dec_a = s.n_decode / par.dp_attention
+    dec_a = _per_rank(s.n_decode, par.dp_attention)
     return Op("indexer_decode", "attention", "indexer", dec_a * 2.0 * dsa.index_heads * dsa.index_head_dim * s.context,
               dec_a * s.context * dsa.index_head_dim * prec.kv_cache.bytes,
               m=np.maximum(dec_a, 1.0), kernels=1.0 * (dec_a > 0))
@@ -316,10 +321,10 @@ def indexer_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) 
     dsa = model.sparse_attention
     assert dsa is not None
     h, wb, ab = model.hidden_size, prec.weights.bytes, prec.act_bytes
-    t_a = s.tokens / par.dp_attention
+    t_a = _per_rank(s.tokens, par.dp_attention)
     ni, di = dsa.index_heads, dsa.index_head_dim
     q_in = model.mla.q_lora_rank if model.mla is not None and model.mla.q_lora_rank else h
-    pre_a = s.n_prefill / par.dp_attention
+    pre_a = _per_rank(s.n_prefill, par.dp_attention)
     pairs = windowed_pairs(s.past + s.chunk, None) - windowed_pairs(s.past, None)
     prefill = Op("indexer_prefill", "attention", "indexer", pre_a * 2.0 * ni * di * pairs,
                  pre_a * (s.past + s.chunk) * di * prec.kv_cache.bytes,
@@ -353,7 +358,7 @@ def recurrent_ops(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape
     sb = dtype(r.state_dtype, "state").bytes
     heads, state, width = r.num_heads / tp, float(r.key_head_dim * r.value_head_dim), float(
         r.key_head_dim + r.value_head_dim)
-    t_a, dec_a, pre_a = s.tokens / a, s.n_decode / a, s.n_prefill / a
+    t_a, dec_a, pre_a = _per_rank(s.tokens, a), _per_rank(s.n_decode, a), _per_rank(s.n_prefill, a)
     pre_tokens = pre_a * s.chunk
     conv_ch = r.conv_channels / tp
     conv = Op("recurrent_conv", "attention", "recurrent", 2.0 * r.conv_kernel * conv_ch * t_a,
@@ -413,7 +418,7 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
         return _gemms(t, ("ffn_up", "ffn", (mats - 1) * inter, h, wb, ab), ("ffn_down", "ffn", h, inter, wb, ab))
     moe = model.moe
     assert moe is not None
-    t_a = t / par.dp_attention
+    t_a = _per_rank(t, par.dp_attention)
     ops.append(_gemm("router", "moe", t_a, moe.num_experts, h, 2.0, ab))
     e_hit = expected_experts_hit(moe.num_experts, moe.top_k, t)
     inter = moe.expert_intermediate_size / par.moe_tp_eff
@@ -478,13 +483,13 @@ def layer_messages(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
     t = s.tokens
     msgs: list[Message] = []
     if par.tp > 1 and group.mixer != "none":
-        msgs.append(Message("attn_allreduce", "all_reduce", t / par.dp_attention * h * ab, par.tp))
+        msgs.append(Message("attn_allreduce", "all_reduce", _per_rank(t, par.dp_attention) * h * ab, par.tp))
     if par.group > 1 and group.ffn != "none":
         if par.dp_attention == 1:
             msgs.append(Message("ffn_allreduce", "all_reduce", t * h * ab, par.group))
         elif group.ffn == "moe":
             assert model.moe is not None
-            size = t / par.dp_attention * model.moe.top_k * h * ab
+            size = _per_rank(t, par.dp_attention) * model.moe.top_k * h * ab
             msgs.append(Message("moe_dispatch", "all_to_all", size, par.group))
             msgs.append(Message("moe_combine", "all_to_all", size, par.group))
         else:
@@ -500,8 +505,8 @@ def embedding_head_ops(model: ModelSpec, par: Parallel, prec: Precision, s: Step
     """
     h, v = model.hidden_size, model.vocab_size / par.tp
     ab = prec.act_bytes
-    t_a = s.tokens / par.dp_attention
-    logits = (s.n_decode + s.n_prefill) / par.dp_attention
+    t_a = _per_rank(s.tokens, par.dp_attention)
+    logits = _per_rank(s.n_decode + s.n_prefill, par.dp_attention)
     embed = Op("embedding", "embedding_head", "memory", _zeros(t_a), t_a * (h * (2.0 + ab)),
                kernels=1.0 * (t_a > 0))
     head = _gemm("lm_head", "embedding_head", logits, v, h, 2.0, ab)
