@@ -574,10 +574,10 @@ def prefill_attention_parts(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, 
                             family: str = "attention_prefill") -> tuple[OpTime, np.ndarray, np.ndarray]:
     """:func:`attention_prefill_time` in parts (arguments as there): its time without the per-tile
     term, its FLOPs F [FLOP] and the per-tile time :func:`prefill_tile_time` [s] (0 without terms)."""
-    b, s, H = (np.asarray(x, dtype=float) for x in (batch, isl, heads))
-    dqv = np.asarray(d_qk, dtype=float) + np.asarray(d_v, dtype=float)
+    b, s = np.asarray(batch, dtype=float), np.asarray(isl, dtype=float)
+    H, dqv = _number(heads), _number(d_qk) + _number(d_v)  # plain numbers where the caller gave numbers
     flops = 2.0 * b * H * causal_pairs(s, window) * dqv
-    data = b * s * (H * dqv * act_bytes + np.asarray(kv_heads, dtype=float) * dqv * np.asarray(kv_bytes, dtype=float))
+    data = b * s * (H * dqv * act_bytes + _number(kv_heads) * dqv * _number(kv_bytes))
     terms = eff.op(family)
     if not terms:
         return (op_time(flops, data, peak_flops, bandwidth, eff.attention_compute, eff.memory, eff.kernel_overhead),
@@ -589,6 +589,11 @@ def prefill_attention_parts(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, 
     t = op_time(flops, data, peak_flops, bandwidth, eta, terms.get("memory", eff.memory),
                 terms.get("kernel_overhead", eff.kernel_overhead), overlap=terms.get("overlap", math.inf))
     return t, flops, prefill_tile_time(b, s, H, eff, family)
+
+
+def _number(x: ArrayLike) -> float | np.ndarray:
+    """A Python number as a float (arithmetic on it stays in plain floats), anything else as an array."""
+    return float(x) if type(x) in (int, float) else np.asarray(x, dtype=float)
 
 
 def prefill_tile_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, eff: Efficiency,
