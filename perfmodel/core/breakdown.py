@@ -178,7 +178,7 @@ class _Stack:
         if shape is None or math.prod(shape) > MAX_POINTS:
             return None
         rows, serial, smooth, position, column = [], [], [], [], []
-        classes: dict[str, int] = {}
+        classes: dict[str, list[int]] = {}  # op class -> [its column, ops of it so far]
         for j, (c, p, _) in enumerate(ops):
             if not (type(p) is OpTime or type(p) is StackedRow) or not (
                     getattr(p.compute, "shape", None) == getattr(p.memory, "shape", None)
@@ -187,12 +187,13 @@ class _Stack:
             rows.append((p.compute, p.memory, p.overhead))
             if not (type(p.serial) is float and p.serial == 0.0):
                 serial.append(j)
-            if not math.isinf(p.overlap):
+            if p.overlap != math.inf:
                 smooth.append(j)
-            position.append(classes.get(c, 0))
-            classes[c] = position[-1] + 1
-            column.append(list(classes).index(c))
-        slots = (position, column, max(classes.values()), len(classes))
+            slot = classes.setdefault(c, [len(classes), 0])
+            column.append(slot[0])
+            position.append(slot[1])
+            slot[1] += 1
+        slots = (position, column, max(n for _, n in classes.values()), len(classes))
         return cls(ops, np.array(rows), serial, smooth, slots)
 
     def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
