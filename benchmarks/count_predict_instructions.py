@@ -4,16 +4,19 @@ machine does not change (CPU time on a shared VM varies by ±40 % from run to ru
 Run from the repository root: ``python benchmarks/count_predict_instructions.py [--case K] [--calls N]``
 (needs ``valgrind``; each case runs Python twice under cachegrind, about a minute each). The count of a
 run with N calls minus that of a run with none, over N, is the cost of one call; both runs import
-perfmodel and make one warm-up call first. Set ``PYTHONPATH`` to time another checkout. Prints figures;
-asserts nothing.
+perfmodel and make one warm-up call first. The runs import perfmodel from ``PYTHONPATH`` (``PYTHONPATH=.``
+counts this checkout, ``PYTHONPATH=path/to/other`` another one) or else the installed package: they run in
+a temporary directory, so that the current one does not shadow it. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -33,9 +36,13 @@ for k in range(n):
 def instructions(case: tuple, calls: int) -> int:
     """Instructions of one run of :data:`PROGRAM` with ``calls`` calls (user space, valgrind's count)."""
     model, hw, tp, extra = case
-    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                          sys.executable, "-c", PROGRAM, model, hw, str(tp), repr(extra), str(calls)],
-                         capture_output=True, text=True, check=True).stderr
+    env = dict(os.environ)
+    if env.get("PYTHONPATH"):  # absolute: the run's working directory is another one
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep))
+    with tempfile.TemporaryDirectory() as where:
+        out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                              sys.executable, "-c", PROGRAM, model, hw, str(tp), repr(extra), str(calls)],
+                             capture_output=True, text=True, check=True, cwd=where, env=env).stderr
     return int(re.search(r"I\s+refs:\s+([\d,]+)", out).group(1).replace(",", ""))
 
 
