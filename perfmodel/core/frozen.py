@@ -1,9 +1,8 @@
 """Frozen dataclasses that are cheap to build: the records a step creates by the dozen per call.
 
-``@dataclass(frozen=True)`` generates an ``__init__`` that stores each field with
-``object.__setattr__``, about 0.4 µs per field; a step of a scalar :func:`perfmodel.predict` builds a
-few dozen :class:`~perfmodel.core.ops.Op` and :class:`~perfmodel.core.costs.OpTime` records of 5–13
-fields each. :func:`frozen` is ``dataclass(frozen=True)`` with an ``__init__`` that stores all fields
+``@dataclass(frozen=True)`` generates an ``__init__`` that stores each field with a call of
+``object.__setattr__``; a step of a scalar :func:`perfmodel.predict` builds a few dozen
+:class:`~perfmodel.core.ops.Op` and :class:`~perfmodel.core.costs.OpTime` records of 5–13 fields each. :func:`frozen` is ``dataclass(frozen=True)`` with an ``__init__`` that stores all fields
 in one update of the instance dictionary: the instances are the same (fields, defaults, equality,
 ``repr``, ``dataclasses.replace``; assigning a field still raises ``FrozenInstanceError``).
 """
