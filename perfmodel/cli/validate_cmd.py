@@ -130,6 +130,9 @@ def _print_open_loop(o: dict) -> None:
 
 
 def run(args) -> int:
+    from ..engine.calibration import load_profile
+
+    load_profile(args.engines)  # a wrong profile name is refused before the data and pandas load
     import pandas as pd
 
     from ..validation.run import validate_file
