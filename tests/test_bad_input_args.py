@@ -139,7 +139,8 @@ CLI_CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
       for v in ("0", "inf", "nan", "1,x", "2,-1", "fast")],
     ("estimate-engine", _with(E, "--engine", "tgi"), 2, ("engine", "tgi", "vllm")),
     ("estimate-pool-flags-alone", _with(E, "--decode-workers", "2"), 2, ("--decode-workers",)),
-    ("estimate-precision", _with(E, "--precision", "fp5"), 2, ("fp5",)),
+    ("estimate-weights", _with(E, "--weights", "fp5"), 2, ("weights", "fp5")),
+    ("estimate-precision", _with(E, "--precision", "fp5"), 2, ("weights", "fp5")),
     ("estimate-engines-profile", _with(E, "--engines", "nope"), 2, ("nope",)),
     # plan and claim
     *[(f"plan-{f}-{v}", _with(PL, f, v), 2, (f, v)) for f, v in (

@@ -13,7 +13,7 @@ from perfmodel.cli import main
 from perfmodel.cli.output import MISSING
 from perfmodel.planning.sweep import COLUMNS, sweep
 
-ARGS = ["sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm,h200-sxm", "--tp", "1,3", "--precision",
+ARGS = ["sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm,h200-sxm", "--tp", "1,3", "--weights",
         "bf16,fp8", "--batch", "1,16", "--isl", "1024,4096", "--osl", "128"]
 
 
@@ -24,7 +24,7 @@ def _run(capsys, argv, status=0) -> str:
 
 def test_csv_is_the_api_frame(capsys):
     got = pd.read_csv(io.StringIO(_run(capsys, [*ARGS, "--format", "csv"])))
-    want = sweep("llama-3.1-8b", ["h100-sxm", "h200-sxm"], tp=[1, 3], precision=["bf16", "fp8"], batch=[1, 16],
+    want = sweep("llama-3.1-8b", ["h100-sxm", "h200-sxm"], tp=[1, 3], weights=["bf16", "fp8"], batch=[1, 16],
                  isl=[1024, 4096], osl=128)
     assert list(got.columns) == COLUMNS and len(got) == len(want) == 2 * 2 * 2 * 2 * 2
     for col in ("ttft_s", "tpot_s", "per_device_tokens_per_s", "memory_used_bytes_per_device"):

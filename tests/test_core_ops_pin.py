@@ -47,9 +47,10 @@ STEP_CASES = {
     "llama70b-h100-tp8-fp8-vllm": (dict(model="llama-3.1-70b", hardware="h100-sxm", tp=8, weights="fp8",
                                         kv_cache="fp8"), dict(engine="vllm")),
     "mistral7b-window-h100": (dict(model="mistral-7b", hardware="h100-sxm"), dict(engine="sglang")),
-    "gptoss120b-b200-mxfp4": (dict(model="gpt-oss-120b", hardware="b200", weights="mxfp4"),
+    "gptoss120b-b200-mxfp4": (dict(model="gpt-oss-120b", hardware="b200", weights="mxfp4", kv_cache="bf16"),
                               dict(engine="trtllm")),
-    "gptoss120b-b200-mxfp4-bare": (dict(model="gpt-oss-120b", hardware="b200", weights="mxfp4"),
+    "gptoss120b-b200-mxfp4-bare": (dict(model="gpt-oss-120b", hardware="b200", weights="mxfp4",
+                                        kv_cache="bf16"),
                                    dict(engine=None)),
     "deepseekv3-h200-tp8-ep8-fp8": (dict(model="deepseek-v3", hardware="h200-sxm", tp=8, ep=8,
                                          weights="fp8", kv_cache="fp8"), dict(engine=None)),
@@ -99,7 +100,7 @@ def _speculative() -> dict[str, list[float]]:
             "verify_attention": _floats(verify_attention_time(sm, [1.0, 16.0], 4, [2500.0, 4000.0])),
             "eagle_step": _floats(step.step_time), "mtp_step": _floats(mtp.step_time),
             "gptoss_verify": _floats(verify_attention_time(
-                StepModel("gpt-oss-120b", "b200", weights="mxfp4"), [1.0, 8.0], 3, 6000.0))}
+                StepModel("gpt-oss-120b", "b200", weights="mxfp4", kv_cache="bf16"), [1.0, 8.0], 3, 6000.0))}
 
 
 def _disaggregated() -> dict[str, list[float]]:

@@ -51,8 +51,8 @@ def test_kv_bytes_per_device_llama70b_tp8():
 
 
 def test_mla_kv_is_replicated_across_tp():
-    sm1 = pm.StepModel("deepseek-v3", "b200", tp=1)
-    sm8 = pm.StepModel("deepseek-v3", "b200", tp=8)
+    sm1 = pm.StepModel("deepseek-v3", "b200", tp=1, kv_cache="bf16")
+    sm8 = pm.StepModel("deepseek-v3", "b200", tp=8, kv_cache="bf16")
     # the latent is not split by heads: the replica holds 8 copies with TP8
     assert sm8.kv_bytes_per_token == pytest.approx(8 * sm1.kv_bytes_per_token, rel=1e-12)
     assert sm1.kv_bytes_per_token == pytest.approx(70272, rel=1e-12)

@@ -15,7 +15,7 @@ from perfmodel.core.step import StepModel
 from perfmodel.engine.engine import Engine
 from perfmodel.serving import Workload, simulate, steady_state
 
-# (model, hardware, tp, precision passed to estimate, isl, osl)
+# (model, hardware, tp, weights passed to estimate, isl, osl)
 SLOW = pytest.mark.slow   # ~5 s each: the large models run in the slow tier
 DEPLOYMENTS = [
     pytest.param(("llama-3.1-8b", "h100-sxm", 1, "bf16", 1024, 256), id="llama-3.1-8b"),
@@ -29,7 +29,7 @@ ENGINES = ["vllm", "sglang", "trtllm"]
 
 def _paths(model, hardware, tp, precision, isl, osl, engine):
     est = pm.estimate(model, hardware, engine=engine, concurrency=[1], isl=isl, osl=osl, tp=tp,
-                      precision=precision).iloc[0]
+                      weights=precision).iloc[0]
     sm = StepModel(model, hardware, tp=tp, weights=est["weights"], kv_cache=est["kv_cache"])
     pred = pm.predict(model, hardware, isl=isl, osl=osl, batch=1, step_model=sm, engine=engine)
     ss = steady_state(sm, 1, isl, osl, engine=engine)
@@ -70,7 +70,7 @@ def test_one_client_one_answer_disaggregated(engine):
     from perfmodel.serving import Disaggregated
 
     est = pm.estimate("llama-3.1-70b", "h200-sxm", engine=engine, concurrency=[1], isl=2048, osl=128, tp=4,
-                      precision="fp8", prefill=pm.PrefillPool(tp=4, workers=1, decode_workers=1)).iloc[0]
+                      weights="fp8", prefill=pm.PrefillPool(tp=4, workers=1, decode_workers=1)).iloc[0]
     sm = StepModel("llama-3.1-70b", "h200-sxm", tp=4, weights=est["weights"], kv_cache=est["kv_cache"])
     sim = simulate(Disaggregated(prefill=sm, decode=sm), Workload.fixed(2048, 128, concurrency=1),
                    engine=engine, requests=6, step_table="exact").summary()

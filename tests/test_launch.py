@@ -48,9 +48,11 @@ def dsv3_pd():
 
 def test_vllm_llama70b_fp8_tp4_by_hand(llama70_fp8_tp4):
     cfg = launch_config(llama70_fp8_tp4, "vllm")
-    # vLLM profile (perfmodel/data/engines/vllm.yaml): max_num_seqs 1024, max_num_batched_tokens 8192
+    # vLLM profile (perfmodel/data/engines/vllm.yaml): max_num_seqs 1024, max_num_batched_tokens 8192; the row
+    # names no KV format, so it follows the fp8 weights (perfmodel.formats)
     assert shlex.join(_argv(cfg)) == ("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4 "
-                                      "--quantization fp8 --max-num-seqs 1024 --max-num-batched-tokens 8192")
+                                      "--quantization fp8 --kv-cache-dtype fp8 --max-num-seqs 1024 "
+                                      "--max-num-batched-tokens 8192")
     ns = _parse("vllm", _argv(cfg), 2)
     assert (ns.model, ns.tensor_parallel_size, ns.quantization) == ("meta-llama/Llama-3.1-70B", 4, "fp8")
     assert cfg.commands[0]["replicas"] == 3 and cfg.commands[0]["devices"] == 4

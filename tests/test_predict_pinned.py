@@ -7,7 +7,9 @@ without the speed-up), which changed only the MTP case's memory figures (the dra
 MLA + MoE (with attention DP and with DeepSeek Sparse Attention), hybrid recurrent models, pipeline
 parallelism with a host-offloaded KV cache, the datasheet profile, the three fitted engines and a preset
 (with a prefix cache, prompts longer than the token budget, the small-M variant and
-speculative decoding), a broadcast grid and the few-batch-sizes vectorised path.
+speculative decoding), a broadcast grid and the few-batch-sizes vectorised path. Cases that name a
+quantised weight format (or a quantised checkpoint) give ``kv_cache="bf16"``: the KV default when they
+were recorded, before the KV cache followed the weights (:mod:`perfmodel.formats`).
 """
 
 from __future__ import annotations
@@ -34,13 +36,13 @@ CASES = {
     "llama-2-7b a100 datasheet": dict(model="llama-2-7b", hardware="a100-sxm", isl=512, osl=64, batch=3,
                                       efficiency="datasheet"),
     "deepseek-v3 h200 tp8 fp8 mla+moe": dict(model="deepseek-v3", hardware="h200-sxm", tp=8, isl=2048, osl=256,
-                                            batch=8, weights="fp8"),
+                                            batch=8, weights="fp8", kv_cache="bf16"),
     "deepseek-v3 b200 dp-attention ep8": dict(model="deepseek-v3", hardware="b200", tp=1, dp_attention=8, ep=8,
-                                              isl=1024, osl=1024, batch=64, weights="fp8"),
+                                              isl=1024, osl=1024, batch=64, weights="fp8", kv_cache="bf16"),
     "deepseek-v3.2 h200 tp8 dsa": dict(model="deepseek-v3.2", hardware="h200-sxm", tp=8, isl=8192, osl=512,
-                                      batch=4, weights="fp8"),
+                                      batch=4, weights="fp8", kv_cache="bf16"),
     "gpt-oss-120b b200 mxfp4": dict(model="gpt-oss-120b", hardware="b200", tp=1, isl=2048, osl=256, batch=8,
-                                    weights="mxfp4"),
+                                    weights="mxfp4", kv_cache="bf16"),
     "mixtral-8x7b h100 tp2 ep2": dict(model="mixtral-8x7b", hardware="h100-sxm", tp=2, ep=2, isl=1000, osl=300,
                                       batch=5),
     "qwen3-next hybrid h100 tp4": dict(model="qwen3-next-80b-a3b", hardware="h100-sxm", tp=4, isl=2048, osl=256,
@@ -51,9 +53,11 @@ CASES = {
                                    engine="vllm"),
     "llama-3.1-70b h200 tp4 fp8 trtllm batch 64": dict(model="llama-3.1-70b", hardware="h200-sxm", tp=4,
                                                        isl=2048, osl=512, batch=64, weights="fp8",
+                                                       kv_cache="bf16",
                                                        engine="trtllm"),
     "deepseek-v3 h200 tp8 sglang prefix": dict(model="deepseek-v3", hardware="h200-sxm", tp=8, isl=4096, osl=256,
-                                               batch=16, weights="fp8", engine="sglang", prefix_hit_rate=0.5),
+                                               batch=16, weights="fp8", kv_cache="bf16", engine="sglang",
+                                               prefix_hit_rate=0.5),
     "qwen3-30b-a3b h100 vllm-preset": dict(model="qwen3-30b-a3b", hardware="h100-sxm", isl=512, osl=128,
                                            batch=32, engine="vllm-preset"),
     "llama-3.1-8b h100 vllm long prompts side by side": dict(model="llama-3.1-8b", hardware="h100-sxm",
@@ -62,14 +66,16 @@ CASES = {
                                                    isl=[1000, 5000], osl=64, batch=[[1], [4]], engine="vllm-2k"),
     "llama-3.1-70b b200 tp2 nvfp4 trtllm (small-M variant)": dict(model="llama-3.1-70b", hardware="b200", tp=2,
                                                                  isl=1024, osl=256, batch=16, weights="nvfp4",
+                                                                 kv_cache="bf16",
                                                                  engine="trtllm"),
     "deepseek-v3 b200 tp8 nvfp4 sglang mtp": dict(model="deepseek-v3", hardware="b200", tp=8, isl=2048, osl=512,
-                                                  batch=8, weights="nvfp4", engine="sglang",
+                                                  batch=8, weights="nvfp4", kv_cache="bf16", engine="sglang",
                                                   spec_decode="mtp:k=3"),
     "llama-3.1-70b h100 tp8 grid": dict(model="llama-3.1-70b", hardware="h100-sxm", tp=8, isl=[128, 2048, 8000],
                                         osl=[[16], [256], [1024]], batch=[1, 8, 64]),
     "deepseek-v3 h200 tp8 few batch sizes": dict(
-        model="deepseek-v3", hardware="h200-sxm", tp=8, weights="fp8", isl=list(range(100, 100 + 37 * 80, 37)),
+        model="deepseek-v3", hardware="h200-sxm", tp=8, weights="fp8", kv_cache="bf16",
+        isl=list(range(100, 100 + 37 * 80, 37)),
         osl=list(range(20, 20 + 13 * 80, 13)), batch=[4, 32] * 40),
 }
 

@@ -22,14 +22,14 @@ def test_estimate_reproduces_the_validation_prediction_of_a_measured_row():
     problem, _ = serving_problem(row)
     pred = problem.predictions(load_profile("calibrated")).iloc[0]
     est = estimate("MiniMaxAI/MiniMax-M2.5", "h200_sxm", engine="vllm", concurrency=[16], isl=1024, osl=1024,
-                   tp=4, precision="fp8").iloc[0]
+                   tp=4, weights="fp8").iloc[0]
     # same formats, step models, engine and steady state; the validation interpolates tabulated steps
     assert est["ttft_s"] == pytest.approx(pred["predicted_ttft_s"], rel=0.01)
     assert est["tpot_s"] == pytest.approx(pred["predicted_tpot_s"], rel=0.01)
 
 
 def test_closed_loop_identities_and_calibration_effect():
-    kw = {"tp": 4, "precision": "fp8"}
+    kw = {"tp": 4, "weights": "fp8"}
     cal = estimate("llama-3.1-70b", "h200-sxm", engine="vllm", concurrency=[1, 8, 64], isl=1024, osl=512, **kw)
     pre = estimate("llama-3.1-70b", "h200-sxm", engine="vllm-preset", concurrency=[1, 8, 64], isl=1024, osl=512,
                    **kw)
@@ -46,7 +46,7 @@ def test_closed_loop_identities_and_calibration_effect():
 
 def test_disaggregated_estimate():
     out = estimate("deepseek-ai/DeepSeek-R1", "gb200", engine="trtllm", concurrency=[64, 512], isl=8192, osl=1024,
-                   tp=8, ep=8, precision="fp4", prefill=PrefillPool(tp=4, ep=4, workers=2, decode_workers=1))
+                   tp=8, ep=8, weights="fp4", prefill=PrefillPool(tp=4, ep=4, workers=2, decode_workers=1))
     assert set(out["mode"]) == {"disagg"} and set(out["gpus"]) == {8 + 2 * 4}
     assert np.all(np.isfinite(out[["ttft_s", "tpot_s"]].to_numpy()))
     assert out["ttft_s"].iloc[1] > out["ttft_s"].iloc[0] and out["tpot_s"].iloc[1] > out["tpot_s"].iloc[0]
@@ -57,7 +57,7 @@ def test_disaggregated_estimate():
     ({"concurrency": [0]}, "concurrency"),
     ({"isl": 0}, "isl"),
     ({"model": "lama-3.1-70b"}, "did you mean 'llama-3.1-70b'"),
-    ({"tp": 1, "precision": "bf16", "hardware": "h100-sxm"}, "do not fit"),
+    ({"tp": 1, "weights": "bf16", "hardware": "h100-sxm"}, "do not fit"),
     ({"hardware": "h300-sxm"}, "unknown hardware 'h300-sxm'; did you mean"),
     ({"ep": 4}, "dense"),
     ({"dp_attention": 4, "concurrency": [2]}, "concurrency: expected numbers >= 4"),
@@ -69,7 +69,7 @@ def test_disaggregated_estimate():
 ])
 def test_estimate_errors(kwargs, match):
     args = {"model": "llama-3.1-70b", "hardware": "h200-sxm", "engine": "vllm", "concurrency": [8],
-            "isl": 1024, "osl": 256, "tp": 4, "precision": "fp8"}
+            "isl": 1024, "osl": 256, "tp": 4, "weights": "fp8"}
     args.update(kwargs)
     with pytest.raises(PerfmodelError, match=match):
         estimate(args.pop("model"), args.pop("hardware"), **args)
@@ -84,7 +84,7 @@ def test_engine_profile_values_are_checked_against_their_bounds(tmp_path):
 
 def test_estimate_reports_what_binds():
     out = estimate("llama-3.1-70b", "h100-sxm", engine="vllm", concurrency=[8, 2048], isl=1024, osl=8192, tp=4,
-                   precision="fp8")
+                   weights="fp8")
     assert out["limited_by"].tolist() == ["clients", "kv_cache"]
     assert out["n_decode"].iloc[0] == pytest.approx(8, rel=0.05) and out["n_decode"].iloc[1] < 2048
 

@@ -74,7 +74,7 @@ def test_imported_rows_follow_the_measured_schema_and_map(files):
     mapped, skipped = map_rows(rows)
     assert skipped.empty and mapped.iloc[0].concurrency == 32 and mapped.iloc[0].model_key == "llama-3.1-8b"
     two = import_results([files["aiperf"]], MeasuredDeployment(system="h200_sxm", backend="trtllm", tp=4,
-                                                                replicas=2, precision="fp8"))
+                                                                replicas=2, weights="fp8"))
     assert two.iloc[0].batch_size == 8 and two.iloc[0].gemm_quant_mode == "fp8"
 
 
@@ -92,7 +92,7 @@ def test_missing_facts_and_foreign_files_raise(tmp_path, files):
 
 def test_cli_validates_a_result_json(files, capsys):
     assert main(["validate", "--data", str(files["aiperf"]), "--hardware", "h200-sxm", "--engine", "trtllm",
-                 "--tp", "4", "--precision", "fp8", "--format", "json"]) == 0
+                 "--tp", "4", "--weights", "fp8", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["rows"] == 1 and out["predicted"] == 1 and out["tpot"]["n"] == 1
     assert main(["validate", "--data", str(files["aiperf"])]) == 2  # deployment missing: one-line error

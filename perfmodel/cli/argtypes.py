@@ -120,7 +120,7 @@ def prices_by_hardware(items: list[str] | None) -> dict[str, str]:
 
 #: Flags a deployment file fixes itself, with their parser defaults.
 _LAYOUT_FLAGS = {"model": None, "hardware": None, "tp": 1, "pp": 1, "ep": 1, "dp_attention": 1,
-                 "weights": "bf16", "activations": None, "kv_cache": "bf16"}
+                 "weights": None, "activations": None, "kv_cache": None}
 
 
 def refuse_with_deployment(args: argparse.Namespace) -> None:

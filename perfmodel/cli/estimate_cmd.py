@@ -3,9 +3,9 @@
 Examples::
 
     perfmodel estimate --model meta-llama/Llama-3.1-70B --hardware h200-sxm --engine vllm --tp 4 \\
-        --precision fp8 --concurrency 1,8,64 --isl 1024 --osl 1024
+        --weights fp8 --concurrency 1,8,64 --isl 1024 --osl 1024
     perfmodel estimate --model deepseek-ai/DeepSeek-R1 --hardware gb200 --engine trtllm --tp 8 --ep 8 \\
-        --precision fp4 --prefill-tp 4 --prefill-ep 4 --prefill-workers 2 --decode-workers 1 \\
+        --weights fp4 --prefill-tp 4 --prefill-ep 4 --prefill-workers 2 --decode-workers 1 \\
         --concurrency 64,512 --isl 8192 --osl 1024 --format json
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, real_list, single_name
+from .dtype_args import add_dtype_args
 from .output import add_format_arg, emit, format_table
 from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
@@ -50,9 +51,7 @@ def register(sub) -> None:
                    help="attention data-parallel ranks (default 1); a replica spans tp x dp-attention x pp GPUs, "
                         "so TensorRT-LLM's 'TP 8 with attention DP' is --tp 1 --dp-attention 8 --ep 8")
     p.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism (default 1)")
-    p.add_argument("--precision", default="",
-                   help="weights: fp8 (block-scaled where the checkpoint is, e.g. DeepSeek-R1), fp8_block, "
-                        "fp4/nvfp4, int4_wo, bf16 (default: the checkpoint's own format)")
+    add_dtype_args(p, weights_list=True, old_precision=True)
     g = p.add_argument_group("P/D disaggregation")
     g.add_argument("--prefill-workers", type=POSITIVE, help="prefill replicas (makes the deployment disaggregated)")
     g.add_argument("--decode-workers", type=POSITIVE, help="decode replicas (default 1)")
@@ -85,12 +84,15 @@ def run(args) -> int:
     out = estimate(args.model, args.hardware, engine=serving_engine(args, calibration=args.engines),
                    concurrency=args.concurrency, rate=args.rate,
                    isl=args.isl, osl=args.osl, tp=args.tp, pp=args.pp, dp_attention=args.dp_attention,
-                   ep=args.ep, precision=args.precision, prefill=prefill, calibration=args.engines,
+                   ep=args.ep, weights=args.weights, kv_cache=args.kv_cache, prefill=prefill, calibration=args.engines,
                    efficiency=args.efficiency, prefix_hit_rate=args.prefix_hit_rate or 0.0)
-    columns = ["rate" if args.rate is not None else "concurrency", *TABLE_COLUMNS]
+    several = out[["weights", "kv_cache"]].nunique().max() > 1
+    formats = ["weights", "kv_cache", "kv_cache_tokens"] if several else []
+    columns = ["rate" if args.rate is not None else "concurrency", *formats, *TABLE_COLUMNS]
     first = out.iloc[0]
-    meta = {"mode": first["mode"], "gpus": int(first["gpus"]), "weights": first["weights"],
-            "kv_cache": first["kv_cache"], "kv_cache_tokens": int(first["kv_cache_tokens"]),
+    meta = {"mode": first["mode"], "gpus": int(first["gpus"]),
+            **({} if formats else {"weights": first["weights"], "kv_cache": first["kv_cache"],
+                                   "kv_cache_tokens": int(first["kv_cache_tokens"])}),
             "efficiency_profile": first["efficiency_profile"],
             "engine_calibration": first["engine_calibration"], "engine": first["engine"], "path": first["path"],
             "error": "see docs/validation.md (cross-validated error of this pipeline on measured runs)"}

@@ -24,6 +24,7 @@ from .argtypes import (
     prices_by_hardware,
     single_name,
 )
+from .dtype_args import add_dtype_args, add_renamed_flag
 from .output import (
     add_format_arg,
     add_quiet_arg,
@@ -57,7 +58,7 @@ def register(sub) -> None:
                                                                "(default 0.95)")
     p.add_argument("--hardware", type=name_list, required=True,
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
-    p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats to try (default bf16)")
+    add_dtype_args(p, weights_list=True, kv_cache=False, old_precision=True)
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--pp", type=count_list(), default=[1], help="pipeline stages per replica to try with every "
                    "layout (default 1); a replica spans tp x dp-attention x pp devices")
@@ -66,9 +67,10 @@ def register(sub) -> None:
                         "spans tp x dp-attention devices")
     p.add_argument("--ep", type=count_list(), default=None,
                    help="MoE models: expert-parallel sizes to try (default: tp x dp-attention, wide EP)")
-    p.add_argument("--decode-precision", type=name_list, default=None,
+    p.add_argument("--decode-weights", type=name_list, default=None,
                    help="with --disaggregated: weight formats of the decode pool, each paired with every "
-                        "--precision of the prefill pool (default: the prefill pool's)")
+                        "--weights of the prefill pool (default: the prefill pool's)")
+    add_renamed_flag(p, "--decode-precision", "--decode-weights", "decode_weights", type=name_list)
     p.add_argument("--disaggregated", action="store_true",
                    help="also search P/D-disaggregated pairs (prefill and decode pools, each layout above, "
                         "worker counts sized by simulation)")
@@ -127,17 +129,17 @@ def run(args) -> int:
     slo = SLO(**limits, target=args.target)
     workload = Workload.fixed(args.isl, args.osl, rate=args.rate)
     check_context(workload, load_model(args.model))
-    print_notes(*(checkpoint_note(args.model, w) for w in dict.fromkeys(args.precision + (args.decode_precision or []))))
+    print_notes(*(checkpoint_note(args.model, w) for w in dict.fromkeys((args.weights or []) + (args.decode_weights or []))))
     # resolve names and files once, before the prices that may name a file's hardware by its id
     hardware = [load_hardware(h) for h in args.hardware]
-    result = plan(args.model, workload, slo, hardware=hardware, precisions=args.precision, tp=tps,
+    result = plan(args.model, workload, slo, hardware=hardware, weights=args.weights, tp=tps,
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
                   idle=args.idle, utilisation=args.utilisation, price=prices_by_hardware(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,),
                   progress=progress_of(args), dp_attention=args.dp_attention, ep=args.ep,
                   disaggregated=args.disaggregated, prune=args.prune, pp=args.pp,
-                  decode_precisions=args.decode_precision)
+                  decode_weights=args.decode_weights)
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     launch, launch_error = _launch(result, args.launch)
     if launch_error:
@@ -169,13 +171,13 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
                                    "(pass --price HARDWARE=USD/h); ranked last"))
     space = i.get("search_space")
     if isinstance(space, dict):
-        print(f"search space: {', '.join(space['precisions'])} x tp {','.join(map(str, space['tp']))}; MoE models: "
+        print(f"search space: {', '.join(space['weights'])} x tp {','.join(map(str, space['tp']))}; MoE models: "
               f"dp-attention {','.join(map(str, space['dp_attention']))}, ep "
               f"{','.join(map(str, space['ep'])) if isinstance(space['ep'], list) else space['ep']}; "
               f"pp {','.join(map(str, space['pp']))}; aggregated {'on' if space['aggregated'] else 'off'}, "
               f"P/D {'on' if space['disaggregated'] else 'off'}"
-              + (f" (decode pool {', '.join(space['decode_precisions'])})"
-                 if isinstance(space['decode_precisions'], list) else "") + "; "
+              + (f" (decode pool {', '.join(space['decode_weights'])})"
+                 if isinstance(space['decode_weights'], list) else "") + "; "
               f"pruning {'on' if i['prune'] else 'off'}")
     print(format_table(result.ranked, cols, why=PLAN_WHY))
     print(result.search_line() + (" (--no-prune simulates every feasible one; --format json lists the pruned)"

@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment, single_name
+from .dtype_args import add_dtype_args
 from .output import UNFIT_WHY, add_format_arg, blank_unfit, checkpoint_note, emit, format_table, print_notes
 
 int_list = count_list()  # "1,8,64" -> [1, 8, 64]; whole numbers in [1, 2^31 - 1]
@@ -19,9 +20,7 @@ def add_model_hardware_args(p: argparse.ArgumentParser, hardware_required: bool 
     p.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages (default 1)")
     p.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism (default 1)")
     p.add_argument("--dp-attention", type=POSITIVE, default=1, help="attention data parallelism (default 1)")
-    p.add_argument("--weights", default="bf16", help="weight format (default bf16)")
-    p.add_argument("--activations", default=None, help="activation format (default: from weights)")
-    p.add_argument("--kv-cache", default="bf16", help="KV-cache format (default bf16)")
+    add_dtype_args(p, activations=True)
     p.add_argument("--efficiency", default="calibrated",
                    help="'calibrated' (default), 'datasheet' (pure roofline) or a profile name")
 

@@ -26,6 +26,7 @@ from .argtypes import (
     refuse_with_deployment,
     single_name,
 )
+from .dtype_args import add_dtype_args
 from .output import (
     add_format_arg,
     add_quiet_arg,
@@ -46,8 +47,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tp", type=POSITIVE, default=1, help="tensor parallelism per replica (default 1)")
     g.add_argument("--pp", type=POSITIVE, default=1, help="pipeline stages per replica (default 1)")
     g.add_argument("--ep", type=POSITIVE, default=1, help="expert parallelism per replica (default 1)")
-    g.add_argument("--weights", default="bf16", help="weight format (default bf16)")
-    g.add_argument("--kv-cache", default="bf16", help="KV-cache format (default bf16)")
+    add_dtype_args(g)
     g.add_argument("--deployment", help="deployment YAML (aggregated or prefill/decode pools) instead of "
                                         "--model/--hardware")
     g = p.add_argument_group("engine and replicas")
@@ -160,6 +160,15 @@ def _model(args) -> tuple[Any, int]:
                      kv_cache=args.kv_cache), args.replicas or 1
 
 
+def _formats(model) -> str:
+    """The formats of a replica (``w:fp8 a:fp8 kv:fp8``), of each pool of a deployment, '' if unknown."""
+    prec = getattr(model, "precision", None)
+    if prec is not None:
+        return prec.label()
+    pools = model.items() if isinstance(model, dict) else vars(model).items() if hasattr(model, "__dict__") else ()
+    return "; ".join(f"{k} {m.precision.label()}" for k, m in pools if hasattr(m, "precision"))
+
+
 def _workload(args, placeholder: str | None = None):
     """The workload from --workload and the flags; ``placeholder`` ("rate" or "concurrency") supplies a
     load when none is given (max-load searches it anyway)."""
@@ -264,7 +273,7 @@ def run_simulate(args) -> int:
         results.append(res)
         outs.append({**s, "workload": w.model_dump(mode="json", exclude={"description"}),
                      "engine": eng.describe(), "replicas": res.meta["replicas"], "router": res.meta["router"],
-                     "seed": args.seed, "step_model": res.meta["step_model"],
+                     "seed": args.seed, "step_model": res.meta["step_model"], "formats": _formats(model),
                      "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng),
                      "kv_memory": None if mem is None else mem.as_dict()})
 
@@ -336,13 +345,14 @@ def run_max_load(args) -> int:
                      max_simulations=args.max_simulations, warmup=args.warmup, progress=progress_of(args))
     out = {**found.as_dict(), "engine": eng.describe(),
            "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
-           "note": engine_note(eng)}
+           "formats": _formats(model), "note": engine_note(eng)}
     key = "max_arrival_rate" if mode == "rate" else "max_concurrency"
 
     def table() -> None:
         bound = "" if found.bracketed else ">= "
         print(f"{key}: {bound}{found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
               f"{found.simulations} simulations)")
+        print(f"formats: {out['formats']}")
         if found.note:
             print(f"note: {found.note}")
         cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",

@@ -3,13 +3,14 @@
 Examples::
 
     perfmodel sweep --model llama-3.1-8b,llama-3.1-70b --hardware h100-sxm,h200-sxm,my-gpu.yaml \\
-        --tp 1,2,4,8 --precision bf16,fp8 --batch 1,8,64 --isl 2048 --osl 256 --out sweep.csv
+        --tp 1,2,4,8 --weights bf16,fp8 --batch 1,8,64 --isl 2048 --osl 256 --out sweep.csv
     perfmodel sweep --model llama-3.1-70b --hardware b200 --tp 8 --replicas 1,2 --concurrency 16,64 --format csv
 """
 
 from __future__ import annotations
 
 from .argtypes import count_list, name_list, prices_by_hardware, real
+from .dtype_args import add_dtype_args
 from .output import add_format_arg, add_quiet_arg, blank_unfit, emit, format_table, progress_of
 
 #: Columns of the table view (the CSV and JSON have every column of the frame).
@@ -40,8 +41,7 @@ def register(sub) -> None:
                    help="attention data-parallel ranks (default 1)")
     p.add_argument("--replicas", "--dp", dest="replicas", type=count_list(), default=[1],
                    help="data-parallel replicas (default 1; sweep(dp=) in Python)")
-    p.add_argument("--precision", type=name_list, default=["bf16"], help="weight formats (default bf16)")
-    p.add_argument("--kv-cache", default=None, help="KV-cache format (default bf16)")
+    add_dtype_args(p, weights_list=True, old_precision=True)
     load = p.add_mutually_exclusive_group()
     load.add_argument("--batch", type=count_list(), default=None,
                       help="sequences per replica, e.g. 1,8,64 (default 1)")
@@ -70,7 +70,7 @@ def run(args) -> int:
 
     batch = args.batch if args.batch is not None or args.concurrency is not None else [1]
     df = sweep(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
-               dp=args.replicas, precision=args.precision, kv_cache=args.kv_cache, batch=batch,
+               dp=args.replicas, weights=args.weights, kv_cache=args.kv_cache, batch=batch,
                concurrency=args.concurrency, isl=args.isl, osl=args.osl, efficiency=args.efficiency,
                power=args.power_basis, idle=args.idle, utilisation=args.utilisation,
                price=prices_by_hardware(args.price) or None, progress=progress_of(args))

@@ -13,6 +13,7 @@ Examples::
 from __future__ import annotations
 
 from .argtypes import POSITIVE
+from .dtype_args import add_dtype_args
 from .output import add_format_arg, add_quiet_arg, emit, format_table, progress_of
 
 #: Error statistics a validation summary can hold, in table order.
@@ -55,8 +56,7 @@ def register(sub) -> None:
     g.add_argument("--dp-attention", "--attention-dp", dest="dp_attention", type=POSITIVE, default=1)
     g.add_argument("--ep", type=POSITIVE, default=1)
     g.add_argument("--replicas", type=POSITIVE, default=1, help="replicas sharing the client concurrency")
-    g.add_argument("--precision", default="",
-                   help="fp8, fp8_block, fp4, int4_wo, bf16 ('' = checkpoint default; fp8 follows a block-scaled checkpoint)")
+    add_dtype_args(g, kv_cache=False, old_precision=True)
     g.add_argument("--concurrency", type=POSITIVE, help="client concurrency (default: the one in the file)")
     g.add_argument("--arrival-process", choices=("constant", "poisson"),
                    help="load type of an inference-perf report with no config.yaml beside it "
@@ -83,7 +83,7 @@ def _deployment(args):
                           "(with --tp/--ep/... for the layout)")
     return MeasuredDeployment(system=args.hardware, backend=args.engine, model=args.model, tp=args.tp,
                               pp=args.pp, attention_dp=args.dp_attention, ep=args.ep,
-                              replicas=args.replicas, precision=args.precision,
+                              replicas=args.replicas, weights=args.weights or "",
                               concurrency=args.concurrency, arrival_process=args.arrival_process)
 
 

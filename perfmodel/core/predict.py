@@ -331,8 +331,8 @@ def _draft(sm: StepModel, spec, weights: str | None = None) -> tuple[StepModel |
 
 
 def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention: int = 1,
-            moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str = "bf16",
-            activations: str | None = None, kv_cache: str = "bf16", efficiency="calibrated",
+            moe_tp: int | None = None, isl=1024, osl=128, batch=1, weights: str | None = None,
+            activations: str | None = None, kv_cache: str | None = None, efficiency="calibrated",
             reserve: float = 0.10, expert_imbalance: float = 1.0, kv_host_fraction: float = 0.0,
             kv_host_overlap: float = 0.0, step_model: StepModel | None = None, engine=None,
             prefix_hit_rate: float = 0.0, beyond_context: bool = False, spec_decode=None,
@@ -349,8 +349,9 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         Parallel layout of the replica.
     isl, osl, batch : int or array_like
         Prompt tokens, output tokens and concurrent sequences (numpy-broadcast together).
-    weights, activations, kv_cache : str
-        Formats of each, set independently.
+    weights, activations, kv_cache : str, optional
+        Formats of each, set independently. Default: the checkpoint's own weight format and a KV cache
+        in fp8 for FP8/FP4 weights, else bf16 (:mod:`perfmodel.formats`).
     efficiency : "calibrated" | "datasheet" | Efficiency
         ``datasheet`` gives the pure roofline (peaks, no overheads).
     reserve : float

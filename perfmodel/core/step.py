@@ -15,6 +15,7 @@ import numpy as np
 
 from ..checks import real
 from ..errors import ConfigError
+from ..formats import resolve_formats
 from ..hardware import Accelerator, Link, System, load_accelerator, load_hardware, load_link
 from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
@@ -103,8 +104,10 @@ class StepModel:
         Accelerator id or a system id (its accelerator and links are used).
     tp, pp, ep, dp_attention, moe_tp : int
         Parallel layout (see :mod:`perfmodel.core.parallel`).
-    weights, activations, kv_cache : str
-        Formats (``bf16``, ``fp8``, ``nvfp4``, ``int4``...). Activations default as in
+    weights, activations, kv_cache : str, optional
+        Formats (``bf16``, ``fp8``, ``nvfp4``, ``int4``...). Default (``None``): weights in the
+        checkpoint's own format, the KV cache in fp8 for FP8/FP4 weights else bf16
+        (:mod:`perfmodel.formats`). Activations default as in
         :meth:`perfmodel.precision.Precision.of`, except for ``mxfp4`` weights: ``fp8`` on accelerators
         with an FP4 peak (MXFP4 x MXFP8 MoE kernels, Blackwell), ``bf16`` elsewhere (W4A16).
     efficiency : "calibrated" | "datasheet" | Efficiency
@@ -125,15 +128,17 @@ class StepModel:
 
     def __init__(self, model: str | ModelSpec, hardware: str | Accelerator, tp: int = 1, pp: int = 1,
                  ep: int = 1, dp_attention: int = 1, moe_tp: int | None = None,
-                 weights: str = "bf16", activations: str | None = None, kv_cache: str = "bf16",
+                 weights: str | None = None, activations: str | None = None, kv_cache: str | None = None,
                  efficiency: str | Efficiency = "calibrated", reserve: float = DEFAULT_RESERVE,
                  expert_imbalance: float = 1.0, scale_up: str | Link | None = None,
                  kv_host_fraction: float = 0.0, kv_host_overlap: float = 0.0) -> None:
+        spec = model if isinstance(model, ModelSpec) else load_model(model)
+        weights, kv_cache = resolve_formats(model, spec, weights, kv_cache)
         self._arguments = dict(tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, moe_tp=moe_tp, weights=weights,
                                activations=activations, kv_cache=kv_cache, reserve=reserve,
                                expert_imbalance=expert_imbalance, scale_up=scale_up,
                                kv_host_fraction=kv_host_fraction, kv_host_overlap=kv_host_overlap)
-        self.model = model if isinstance(model, ModelSpec) else load_model(model)
+        self.model = spec
         self.hardware = load_accelerator(hardware)
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                        moe_tp=moe_tp)

@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from ..formats import resolve_formats
 from ..hardware import load_accelerator
 from ..modelspec import load_model
 from .step import StepModel, check_system_size
@@ -53,6 +54,9 @@ def cached_step_model(model, hardware, **options: Any) -> StepModel:
     """
     check_system_size(hardware, options.get("tp", 1), options.get("pp", 1), options.get("dp_attention", 1))
     model_spec, accelerator = load_model(model), load_accelerator(hardware)
+    if not options.get("weights") or not options.get("kv_cache"):  # a repo id's format suffix counts
+        options["weights"], options["kv_cache"] = resolve_formats(model, model_spec, options.get("weights"),
+                                                                  options.get("kv_cache"))
     key = (id(model_spec), id(accelerator), *((name, _key(v)) for name, v in sorted(options.items())))
     with _lock:
         entry = _entries.get(key)

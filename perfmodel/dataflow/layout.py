@@ -42,7 +42,7 @@ def _candidates(model, devices: int, max_tp: int | None, kind: str) -> list[tupl
 
 
 def search_layouts(model, hardware: str, devices: int, isl: int = 1024, osl: int = 128, batch: int = 1,
-                   weights: str = "bf16", activations: str | None = None, kv_cache: str = "bf16",
+                   weights: str | None = None, activations: str | None = None, kv_cache: str | None = None,
                    max_tp: int | None = None, execution: str = "auto", efficiency="calibrated",
                    stream_efficiency: float | None = None) -> pd.DataFrame:
     """Every layout of ``devices`` chips at one operating point, fastest first.

@@ -50,6 +50,7 @@ from ..core.ops import StepShape, attention_ops, elementwise_op, ffn_ops, layer_
 from ..core.parallel import Parallel
 from ..core.roofline import message_time
 from ..errors import ConfigError
+from ..formats import resolve_formats
 from ..modelspec import ModelSpec, load_model
 from ..precision import Precision
 from .arch import DataflowArch, load_arch
@@ -114,16 +115,17 @@ class DataflowModel:
         ``sambanova-sn40l``).
     tp, pp : int
         Chips per stage and stages.
-    weights, activations, kv_cache : str
-        Formats, as in :class:`perfmodel.StepModel`.
+    weights, activations, kv_cache : str, optional
+        Formats, as in :class:`perfmodel.StepModel` (default: :mod:`perfmodel.formats`).
     stream_efficiency : float, optional
         Override of the architecture's fitted η (for fitting and what-ifs).
     """
 
     def __init__(self, model: str | ModelSpec, hardware: str | DataflowArch, tp: int = 1, pp: int = 1,
-                 weights: str = "bf16", activations: str | None = None, kv_cache: str = "bf16",
+                 weights: str | None = None, activations: str | None = None, kv_cache: str | None = None,
                  stream_efficiency: float | None = None) -> None:
         self.model = model if isinstance(model, ModelSpec) else load_model(model)
+        weights, kv_cache = resolve_formats(model, self.model, weights, kv_cache)
         self.arch = load_arch(hardware)
         self.chip = self.arch.chip
         self.parallel = dataflow_parallel(self.model, tp, pp)
@@ -298,8 +300,8 @@ def _contexts(isl, osl) -> np.ndarray:
 
 
 def predict_dataflow(model: str | ModelSpec, hardware: str | DataflowArch, tp: int = 1, pp: int = 1,
-                     isl=1024, osl=128, batch=1, weights: str = "bf16", activations: str | None = None,
-                     kv_cache: str = "bf16", replicas: int = 1,
+                     isl=1024, osl=128, batch=1, weights: str | None = None,
+                     activations: str | None = None, kv_cache: str | None = None, replicas: int = 1,
                      stream_efficiency: float | None = None, spec_decode=None) -> DataflowPrediction:
     """TTFT, TPOT, per-user speed, throughput and per-chip memory on a dataflow machine.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from ..checks import choice
 from ..core.memory import ffn_weight_elems, weights_per_device, workspace_bytes
 from ..core.parallel import Parallel
 from ..errors import ConfigError, unknown_name
+from ..formats import DEPRECATED, checkpoint_format, renamed
 from ..hardware import Accelerator, load_accelerator
 from ..hardware.schema import Bandwidth, MemoryLevel
 from ..modelspec import ModelSpec, load_model
@@ -64,8 +65,9 @@ def part_weight_bytes(model: ModelSpec, weights_dtype: str, part: Part = "ffn") 
     return parts[choice(part, "part", parts)]
 
 
-def min_devices_for_weights(model: str | ModelSpec, hardware: str | Accelerator, weights_dtype: str,
-                            part: Part = "ffn", reserve: float = 0.0, level: str | None = None) -> int:
+def min_devices_for_weights(model: str | ModelSpec, hardware: str | Accelerator, weights: str | None = None,
+                            part: Part = "ffn", reserve: float = 0.0, level: str | None = None,
+                            weights_dtype: Any = DEPRECATED) -> int:
     """Minimum devices whose memory ``level`` holds a part of the weights (capacity bound).
 
     Parameters
@@ -73,8 +75,8 @@ def min_devices_for_weights(model: str | ModelSpec, hardware: str | Accelerator,
     model : str | ModelSpec
     hardware : str | Accelerator
         Accelerator or system id (``groq-lp30``).
-    weights_dtype : str
-        Weight format (``fp8``...).
+    weights : str, optional
+        Weight format (``fp8``...; default: the checkpoint's own, :mod:`perfmodel.formats`).
     part : {"ffn", "attention", "all"}
         Which weights (see :func:`part_weight_bytes`).
     reserve : float
@@ -87,8 +89,12 @@ def min_devices_for_weights(model: str | ModelSpec, hardware: str | Accelerator,
     int
         :math:`\\lceil W / (C (1-r)) \\rceil`. Example: Kimi-K2's FFN/MoE weights at fp8 (~1.02 TB)
         on 0.5 GB-SRAM LP30 chips need about 2,036 chips, eight 256-chip LPX racks.
+    weights_dtype : str
+        Deprecated old name of ``weights`` (warns).
     """
+    weights = renamed("weights", weights, "weights_dtype", weights_dtype, "min_devices_for_weights")
     spec = model if isinstance(model, ModelSpec) else load_model(model)
+    weights = weights or checkpoint_format(model, spec)
     acc = load_accelerator(hardware)
     lvl = level or acc.main_memory
     if lvl not in acc.memory:
@@ -96,7 +102,7 @@ def min_devices_for_weights(model: str | ModelSpec, hardware: str | Accelerator,
     if not 0 <= reserve < 1:
         raise ConfigError(f"reserve: must be in [0, 1), got {reserve}")
     usable = acc.memory[lvl].capacity.value * (1.0 - reserve)
-    return int(math.ceil(part_weight_bytes(spec, weights_dtype, part) / usable))
+    return int(math.ceil(part_weight_bytes(spec, weights, part) / usable))
 
 
 @dataclass(frozen=True)

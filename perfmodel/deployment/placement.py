@@ -14,6 +14,7 @@ import numpy as np
 from ..core.efficiency import profile_for
 from ..core.step import StepModel
 from ..errors import ConfigError, PerfmodelError
+from ..formats import resolve_formats
 from ..hardware import load_link
 from ..modelspec import ModelSpec, load_model
 from ..precision import Precision
@@ -53,7 +54,8 @@ class DeploymentPlan:
         except PerfmodelError as exc:
             raise type(exc)(f"model: {exc}") from None
         p = dep.precision
-        self.precision = Precision.of(p.weights, p.activations, p.kv_cache)
+        weights, kv_cache = resolve_formats(dep.model, self.model, p.weights, p.kv_cache)
+        self.precision = Precision.of(weights, p.activations, kv_cache)
         self.pools = {name: resolve_pool(dep, name) for name in dep.pools}
         self.mode = dep.mode
         placement = dep.placement

@@ -38,8 +38,8 @@ def _layout(parallelism: str, d: int) -> dict[str, int]:
 
 
 def scaling_curve(model, hardware, devices: Sequence[int] = (1, 2, 4, 8), isl: int = 1024, osl: int = 128,
-                  batch: int = 1, parallelism: str = "tp", weights: str = "bf16", activations: str | None = None,
-                  kv_cache: str = "bf16", efficiency="calibrated") -> pd.DataFrame:
+                  batch: int = 1, parallelism: str = "tp", weights: str | None = None,
+                  activations: str | None = None, kv_cache: str | None = None, efficiency="calibrated") -> pd.DataFrame:
     """Per-user speed-up and per-device throughput against the number of devices.
 
     Parameters
@@ -52,7 +52,7 @@ def scaling_curve(model, hardware, devices: Sequence[int] = (1, 2, 4, 8), isl: i
         One operating point (batch = sequences per replica).
     parallelism : {"tp", "ep", "tp-ep"}
     weights, activations, kv_cache, efficiency :
-        As in :func:`perfmodel.predict`.
+        As in :func:`perfmodel.predict` (default formats: :mod:`perfmodel.formats`).
 
     Returns
     -------

@@ -70,11 +70,13 @@ def _quantity(value: Any, dimension: str, unit: str, allow_zero: bool = False, h
 
 
 class PrecisionSpec(_Strict):
-    """Formats of weights, activations (default: from weights) and KV cache, for every pool."""
+    """Formats of weights, activations (default: from weights) and KV cache, for every pool; weights
+    default to the checkpoint's own format and the KV cache to fp8 for FP8/FP4 weights, else bf16
+    (:mod:`perfmodel.formats`)."""
 
-    weights: str = "bf16"
+    weights: str | None = None
     activations: str | None = None
-    kv_cache: str = "bf16"
+    kv_cache: str | None = None
 
     @field_validator("weights", "activations", "kv_cache")
     @classmethod

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PerfmodelError, unknown_name
+from ..formats import checkpoint_format, default_kv_cache, resolve_formats
 from .engine_args import load_arg_schema
 from .launch_engines import LaunchConfig
 
@@ -129,8 +130,9 @@ class LaunchSpec:
             raise ConfigError(f"launch: the plan's pools use different weight formats (prefill {pools_fmt[0]}, "
                               f"decode {pools_fmt[1]}); the launch configuration takes one format for both "
                               "pools, so it is not generated for this row (pick a row with one format)")
-        weights = str(row.get("precision") or row.get("weights") or inputs.get("weights") or "bf16")
-        kv = str(row.get("kv_cache") or inputs.get("kv_cache") or "bf16")
+        weights = str(row.get("precision") or row.get("weights") or inputs.get("weights")
+                      or checkpoint_format(model))
+        kv = str(row.get("kv_cache") or inputs.get("kv_cache") or default_kv_cache(weights))
         if _is_pd(row):
             pools = tuple(_pool(row, role, f"{role}_") for role in ("prefill", "decode"))
         else:
@@ -159,7 +161,8 @@ class LaunchSpec:
         for role, name in roles:
             s = dep.pools[name]
             pools.append(PoolLayout(role, s.tp, s.pp, s.ep or 1, s.dp_attention, resolve_pool(dep, name).replicas))
-        return _finish(dep.model, dep.precision.weights, dep.precision.kv_cache, tuple(pools),
+        weights, kv = resolve_formats(dep.model, None, dep.precision.weights, dep.precision.kv_cache)
+        return _finish(dep.model, weights, kv, tuple(pools),
                        _profile_name(engine), spec_decode)
 
 

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import checks
 from ..errors import ConfigError, PerfmodelError
+from ..formats import DEPRECATED, checkpoint_format, format_list, renamed
 from ..hardware import load_hardware
 from .cost import TotalCost, power_basis, usd
 from .plan_row import plan_row, step_tables
@@ -244,7 +245,7 @@ def _priced(c: Candidate, price: Any, tco: TotalCost | None, use_list: bool, pro
 
 def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence[Any] | None = None, *,
          rate: float | None = None, target: float | None = None, hardware: Sequence[str] = (),
-         precisions: Sequence[str] = ("bf16",), tp: Sequence[int] = (1, 2, 4, 8), objective: str = "devices",
+         weights: Any = None, tp: Sequence[int] = (1, 2, 4, 8), objective: str = "devices",
          engine: Any = "vllm", power: str = "tdp", tdp: Any = None, idle: Any = None,
          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None, requests: int = 300,
          seed: int = 0, max_replicas: int = 256, extra_replicas: int = 3, executor: Any = None,
@@ -252,7 +253,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
          price_provider: str | None = None, spec_decode: Sequence[Any] = (None,),
          dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None, disaggregated: bool = False,
          aggregated: bool = True, prune: bool = True, pp: Sequence[int] = (1,),
-         decode_precisions: Sequence[str] | None = None) -> PlanResult:
+         decode_weights: Any = None, precisions: Any = DEPRECATED) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
     Parameters
@@ -265,10 +266,14 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         Joint objective (default: the workload's); ``target`` overrides its attainment target.
     candidates : sequence of Candidate or mapping, optional
         Replica designs; mappings are ``StepModel`` keyword arguments. Default: enumerated from
-        ``hardware`` × ``precisions`` × layouts (``tp``; MoE models × ``dp_attention`` × ``ep``),
+        ``hardware`` × ``weights`` × layouts (``tp``; MoE models × ``dp_attention`` × ``ep``),
         aggregated and/or disaggregated (:func:`perfmodel.planning.space.enumerate_candidates`).
     rate : float, optional
         Target arrival rate λ [req/s] (default: the workload's).
+    weights : str or sequence of str, optional
+        Weight formats to try (``"fp8,bf16"`` or ``["fp8", "bf16"]``); default: the checkpoint's own
+        format. Each candidate's KV cache follows its weights (fp8 for FP8/FP4 weights, else bf16;
+        :mod:`perfmodel.formats`).
     objective : {"devices", "power", "cost"}
         Ranking key.
     power, tdp, idle, utilisation
@@ -310,13 +315,15 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         Search P/D-disaggregated pairs of layouts (prefill and decode pools on the same hardware,
         worker counts sized by :mod:`perfmodel.planning.plan_disagg`; default off) and aggregated
         replicas (default on).
-    decode_precisions : sequence of str, optional
+    decode_weights : str or sequence of str, optional
         Weight formats of the decode pool of P/D candidates, each paired with every format of
-        ``precisions`` for the prefill pool (e.g. ``precisions=["fp8"], decode_precisions=["nvfp4"]``);
+        ``weights`` for the prefill pool (e.g. ``weights=["fp8"], decode_weights=["nvfp4"]``);
         None (default): both pools use the same format. Needs ``disaggregated=True``.
     prune : bool
         Simulate only candidates whose analytic lower bound could beat the best plan found (default).
         False simulates every feasible candidate (the full ranking; same best plan, slower).
+    precisions :
+        Deprecated old name of ``weights`` (warns).
 
     Returns
     -------
@@ -335,8 +342,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     dp_attention = [checks.count(d, "dp_attention") for d in dp_attention]
     ep = [checks.count(e, "ep") for e in ep] if ep else None
     pp = [checks.count(p, "pp") for p in pp]
-    if decode_precisions is not None and not disaggregated:
-        raise ConfigError(f"decode_precisions: {list(decode_precisions)} sets the decode pool of P/D candidates; "
+    if decode_weights is not None and not disaggregated:
+        raise ConfigError(f"decode_weights: {format_list(decode_weights)} sets the decode pool of P/D candidates; "
                           "allowed only with disaggregated=True (--disaggregated)")
     if target is not None:
         target = checks.real(target, "target (attainment fraction)", 0, 1, lo_open=True)
@@ -358,10 +365,13 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         check_provider(price_provider)
     list_rows: dict[str, Any] = {}
     cands = []
-    space = {"precisions": list(precisions), "tp": tp, "dp_attention": dp_attention,
+    weights = renamed("weights", weights, "precisions", precisions, "plan")
+    formats = [w or checkpoint_format(model) for w in format_list(weights)] if model is not None else []
+    decode = format_list(decode_weights) if decode_weights else None
+    space = {"weights": formats, "tp": tp, "dp_attention": dp_attention,
              "ep": ep if ep else "tp x dp_attention (wide EP)", "pp": pp, "aggregated": bool(aggregated),
              "disaggregated": bool(disaggregated),
-             "decode_precisions": list(decode_precisions) if decode_precisions is not None else "same as prefill"}
+             "decode_weights": decode if decode is not None else "same as prefill"}
     for c in _resolve_candidates(model, candidates, hardware, space):
         pb = c.power
         if pb is None and c.hardware is not None:
@@ -407,12 +417,12 @@ def _resolve_candidates(model: str | None, candidates: Sequence[Any] | None, har
     if candidates is None:
         if model is None or not hardware:
             raise ConfigError("plan: give candidates=, or model and hardware= to enumerate them")
-        return enumerate_candidates(model, hardware, space["precisions"], space["tp"],
+        return enumerate_candidates(model, hardware, space["weights"], space["tp"],
                                     dp_attention=space["dp_attention"],
                                     ep=space["ep"] if isinstance(space["ep"], list) else None,
                                     disaggregated=space["disaggregated"], aggregated=space["aggregated"],
-                                    pp=space["pp"], decode_precisions=space["decode_precisions"]
-                                    if isinstance(space["decode_precisions"], list) else None)
+                                    pp=space["pp"], decode_weights=space["decode_weights"]
+                                    if isinstance(space["decode_weights"], list) else None)
     out = []
     for k, c in enumerate(candidates):
         if isinstance(c, Candidate):

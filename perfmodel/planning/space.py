@@ -15,7 +15,7 @@ For each hardware and weight format the space holds
 - **aggregated** candidates, one per layout and weight format;
 - **P/D-disaggregated** candidates (``disaggregated=True``), one per (prefill layout, decode layout)
   pair on the same hardware, and per (prefill format, decode format) pair: the same format in both
-  pools, or with ``decode_precisions`` every prefill format × every decode format (an FP8 prefill pool
+  pools, or with ``decode_weights`` every prefill format × every decode format (an FP8 prefill pool
   feeding an NVFP4 decode pool; the KV cache format is shared, since the cache crosses between them).
   The pools' worker counts are sized by :func:`plan`.
 
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..formats import default_kv_cache
 from ..hardware import load_hardware
 from ..modelspec import load_model
 
@@ -141,7 +142,7 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
                          tp: Sequence[int] = (1, 2, 4, 8), kv_cache: str | None = None, *,
                          dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None,
                          disaggregated: bool = False, aggregated: bool = True, pp: Sequence[int] = (1,),
-                         decode_precisions: Sequence[str] | None = None) -> list[Candidate]:
+                         decode_weights: Sequence[str] | None = None) -> list[Candidate]:
     """Candidate replicas for a model on each hardware (see the module docstring).
 
     Parameters
@@ -152,14 +153,14 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
         Hardware ids, aliases, YAML paths or resolved specs.
     precisions : sequence of str
         Weight formats (of aggregated replicas; of both pools of a P/D candidate unless
-        ``decode_precisions`` is given).
+        ``decode_weights`` is given).
     tp, dp_attention, ep, pp
         Layouts (:func:`layouts`).
-    decode_precisions : sequence of str, optional
+    decode_weights : sequence of str, optional
         Weight formats of the decode pool of P/D candidates, each paired with every prefill format of
         ``precisions`` (None: the prefill pool's format, one pair per format).
     kv_cache : str, optional
-        KV-cache format (default bf16).
+        KV-cache format (default: :func:`perfmodel.formats.default_kv_cache` of each weight format).
     disaggregated, aggregated : bool
         Include P/D pairs of layouts; include single-pool replicas.
 
@@ -177,35 +178,36 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
         hw_spec = load_hardware(hw)  # an id, alias or YAML path; the spec itself travels with the candidate
         acc_id = hw_spec.id
 
-        def kwargs(lay: Layout, prec: str, hw_spec: Any = hw_spec) -> dict[str, Any]:
-            kw = {"model": spec, "hardware": hw_spec, "weights": prec, "kv_cache": kv_cache or "bf16",
-                  **lay.kwargs()}
+        def kwargs(lay: Layout, prec: str, kv: str, hw_spec: Any = hw_spec) -> dict[str, Any]:
+            kw = {"model": spec, "hardware": hw_spec, "weights": prec, "kv_cache": kv, **lay.kwargs()}
             return kw if spec.moe is not None else {k: v for k, v in kw.items() if k not in ("ep", "dp_attention")}
 
         for prec in precisions:
+            kv = kv_cache or default_kv_cache(prec)   # one KV format per candidate: P/D pools share it
             if aggregated:
                 for lay in shapes:
-                    out.append(Candidate(f"{lay.devices}x {acc_id} {lay.label()} {prec}", kwargs(lay, prec), acc_id,
-                                         layout={"mode": "aggregated", "tp": lay.tp, "pp": lay.pp, "ep": lay.ep,
-                                                 "dp_attention": lay.dp_attention, "precision": prec},
+                    out.append(Candidate(f"{lay.devices}x {acc_id} {lay.label()} {prec}", kwargs(lay, prec, kv),
+                                         acc_id, layout={"mode": "aggregated", "tp": lay.tp, "pp": lay.pp,
+                                                         "ep": lay.ep, "dp_attention": lay.dp_attention,
+                                                         "precision": prec, "kv_cache": kv},
                                          spec=hw_spec))
             if disaggregated:
-                for dprec in (decode_precisions or (prec,)):
+                for dprec in (decode_weights or (prec,)):
                     for pre in shapes:
                         for dec in shapes:
-                            out.append(_pd_candidate(acc_id, hw_spec, pre, dec, prec, dprec, kwargs))
+                            out.append(_pd_candidate(acc_id, hw_spec, pre, dec, prec, dprec, kv, kwargs))
     return out
 
 
-def _pd_candidate(acc_id: str, hw_spec: Any, pre: Layout, dec: Layout, prec: str, dprec: str,
+def _pd_candidate(acc_id: str, hw_spec: Any, pre: Layout, dec: Layout, prec: str, dprec: str, kv: str,
                   kwargs: Any) -> Candidate:
     """A P/D pair: prefill layout and format, decode layout and format (named once when they agree)."""
     name = (f"P/D {acc_id} prefill {pre.label()} + decode {dec.label()} {prec}" if prec == dprec else
             f"P/D {acc_id} prefill {pre.label()} {prec} + decode {dec.label()} {dprec}")
-    return Candidate(name, kwargs(pre, prec), acc_id,
+    return Candidate(name, kwargs(pre, prec, kv), acc_id,
                      layout={"mode": "disaggregated", "tp": dec.tp, "pp": dec.pp, "ep": dec.ep,
                              "dp_attention": dec.dp_attention, "prefill_layout": pre.label(),
                              "decode_layout": dec.label(),
                              "precision": prec if prec == dprec else f"{prec} prefill, {dprec} decode",
-                             "prefill_precision": prec, "decode_precision": dprec},
-                     spec=hw_spec, decode=kwargs(dec, dprec))
+                             "prefill_precision": prec, "decode_precision": dprec, "kv_cache": kv},
+                     spec=hw_spec, decode=kwargs(dec, dprec, kv))

@@ -26,6 +26,7 @@ import numpy as np
 from ..core.predict import predict
 from ..core.step import StepModel
 from ..errors import ConfigError, PerfmodelError
+from ..formats import DEPRECATED, format_list, renamed, resolve_formats
 from ..hardware import load_hardware
 from ..modelspec import ModelSpec, load_model
 from ..precision import Precision
@@ -66,14 +67,20 @@ def _seq(name: str, value: Any) -> list:
     return out
 
 
-def _precision_kwargs(p: Any, kv_cache: str | None) -> dict[str, Any]:
+def _precision_kwargs(p: Any, kv_cache: str | None, spec: ModelSpec) -> dict[str, Any]:
+    """Formats of one sweep entry, the default rule (:mod:`perfmodel.formats`) filling what is not given."""
     if isinstance(p, Mapping):
         unknown = set(p) - {"weights", "activations", "kv_cache"}
         if unknown:
-            raise ConfigError(f"precision: unknown keys {sorted(unknown)}; use weights, activations, kv_cache")
-        return {"weights": p.get("weights", "bf16"), "activations": p.get("activations"),
-                "kv_cache": p.get("kv_cache", kv_cache or "bf16")}
-    return {"weights": str(p), "activations": None, "kv_cache": kv_cache or "bf16"}
+            raise ConfigError(f"weights: unknown keys {sorted(unknown)}; use weights, activations, kv_cache")
+        w, a, kv = p.get("weights"), p.get("activations"), p.get("kv_cache", kv_cache)
+    else:
+        w, a, kv = (None if p is None else str(p)), None, kv_cache
+    try:
+        w, kv = resolve_formats(spec, spec, w, kv)
+    except PerfmodelError:  # an unknown format: StepModel names it, the row says why
+        pass
+    return {"weights": w, "activations": a, "kv_cache": kv}
 
 
 def _precision_label(pkw: dict[str, Any]) -> str:
@@ -111,11 +118,11 @@ def _grid(batch, concurrency, isl, osl) -> tuple[np.ndarray, ...]:
 
 
 def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, dp_attention: Any = 1,
-          dp: Any = 1, precision: Any = "bf16", kv_cache: str | None = None, batch: Any = None,
+          dp: Any = 1, weights: Any = None, kv_cache: str | None = None, batch: Any = None,
           concurrency: Any = None, isl: Any = 1024, osl: Any = 128, efficiency: str = "calibrated",
           reserve: float = 0.10, power: str = "tdp", tdp: Any = None, idle: Any = None,
           utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None,
-          progress: bool | None = False) -> pd.DataFrame:
+          progress: bool | None = False, precision: Any = DEPRECATED) -> pd.DataFrame:
     """Evaluate the analytic model over the cartesian product of the arguments.
 
     Parameters
@@ -125,10 +132,12 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
         names raise (a typo is not a sweep result).
     tp, pp, ep, dp_attention, dp : int or sequence of int
         Layouts to try; ``dp`` is the number of data-parallel replicas.
-    precision : str, mapping or sequence
-        Weight format (``"fp8"``) or ``{"weights": "fp8", "kv_cache": "fp8"}``.
+    weights : str, mapping or sequence, optional
+        Weight formats (``"fp8"``, ``"fp8,bf16"``, ``["fp8", "bf16"]``) or mappings
+        ``{"weights": "fp8", "kv_cache": "fp8"}``; default: the checkpoint's own format
+        (:mod:`perfmodel.formats`).
     kv_cache : str, optional
-        KV-cache format for string precisions (default ``bf16``).
+        KV-cache format where an entry does not set one (default: fp8 for FP8/FP4 weights, else bf16).
     batch, concurrency : int or array_like
         Exactly one: sequences per replica, or sequences over all replicas (``batch = concurrency /
         dp``; points where dp does not divide it are flagged invalid).
@@ -148,6 +157,8 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     progress : bool or None
         A bar of the (model, hardware, precision, layout) groups done (:mod:`perfmodel.progress`: True
         always, None only when stderr is a terminal, False never).
+    precision :
+        Deprecated old name of ``weights`` (warns).
 
     Returns
     -------
@@ -162,6 +173,8 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     >>> sorted(df.loc[~df.valid, "tp"].unique())
     [3]
     """
+    weights = renamed("weights", weights, "precision", precision, "sweep")
+    formats = format_list(weights) if weights is None or isinstance(weights, str) else _seq("weights", weights)
     model_specs = [m if isinstance(m, ModelSpec) else load_model(m) for m in _seq("models", models)]
     # resolve each name once (ids, aliases, or user YAML files) and pass the spec itself on
     hw_specs = {spec.id: spec for spec in (load_hardware(h) for h in _seq("hardware", hardware))}
@@ -170,7 +183,7 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     layouts = list(itertools.product(_seq("tp", tp), _seq("pp", pp), _seq("ep", ep),
                                      _seq("dp_attention", dp_attention)))
     dps = [int(d) for d in _seq("dp", dp)]
-    groups = list(itertools.product(model_specs, hw_specs, _seq("precision", precision), layouts))
+    groups = list(itertools.product(model_specs, hw_specs, formats, layouts))
     opts = {"kv_cache": kv_cache, "efficiency": efficiency, "reserve": reserve, "power": power, "tdp": tdp,
             "idle": idle, "utilisation": utilisation, "price": price, "tco": tco}
     with Bar(len(groups), "sweep", progress, unit="config") as bar:
@@ -188,7 +201,7 @@ def _sweep_group(out: FrameBuilder, mdl: ModelSpec, hw_spec: Any, prec: Any, lay
     load, isl_v, osl_v = grid
     n = load.size
     pb, pdesc = _power(hw_spec, opts["power"], opts["tdp"], opts["idle"], opts["utilisation"])
-    pkw = _precision_kwargs(prec, opts["kv_cache"])
+    pkw = _precision_kwargs(prec, opts["kv_cache"], mdl)
     ident = {"model": mdl.id, "hardware": hw_spec.id, "tp": t, "pp": p, "ep": e, "dp_attention": a,
              "efficiency": opts["efficiency"], "power_basis": pdesc}
     try:

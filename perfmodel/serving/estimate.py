@@ -24,6 +24,8 @@ import pandas as pd
 
 from .. import checks
 from ..errors import ConfigError
+from ..formats import DEPRECATED, format_list, renamed
+from ..precision import dtype
 
 #: Open-loop points: requests simulated per point and share dropped as warm-up.
 RATE_REQUESTS, RATE_WARMUP = 1500, 0.2
@@ -50,14 +52,20 @@ class PrefillPool:
     decode_workers: int = 1
 
 
-def _formats(model_path: str, hardware: str, backend: str, precision: str) -> tuple[str, str, str]:
-    """The validation's format rules (:func:`perfmodel.validation.rows.serving_formats`), named errors."""
+def _formats(model_path: str, hardware: str, backend: str, weights: str | None,
+             kv_cache: str | None) -> tuple[str, str, str]:
+    """The validation's format rules (:func:`perfmodel.validation.rows.serving_formats`), named errors;
+    a ``kv_cache`` given replaces the rule's."""
+    from ..precision import DTYPE_ALIASES
     from ..validation.rows import WEIGHT_FORMATS, serving_formats
 
-    if precision and precision.lower() not in WEIGHT_FORMATS:
-        raise ConfigError(f"precision: unknown weight format {precision!r}; allowed: "
-                          f"{', '.join(sorted(WEIGHT_FORMATS))} or '' (the checkpoint's own)")
-    return serving_formats(model_path, hardware, backend, precision)
+    name = (weights or "").strip().lower()
+    name = name if name in WEIGHT_FORMATS else DTYPE_ALIASES.get(name, name)
+    if name and name not in WEIGHT_FORMATS:
+        raise ConfigError(f"weights: unknown weight format {weights!r}; allowed: "
+                          f"{', '.join(sorted(WEIGHT_FORMATS))} or none (the checkpoint's own)")
+    w, a, kv = serving_formats(model_path, hardware, backend, name)
+    return w, a, (dtype(kv_cache, "kv_cache").name if kv_cache else kv)
 
 
 def _counts(name: str, values, low: float) -> np.ndarray:
@@ -69,9 +77,9 @@ def _counts(name: str, values, low: float) -> np.ndarray:
 
 def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None, rate=None,
              engine: Any = "vllm", tp: int = 1, pp: int = 1, dp_attention: int = 1, ep: int = 1,
-             precision: str = "", prefill: PrefillPool | None = None, calibration: str = "calibrated",
-             efficiency: str = "calibrated", seed: int = 0, prefix_hit_rate: float = 0.0,
-             prefix: Any = None) -> pd.DataFrame:
+             weights: Any = None, kv_cache: str | None = None, prefill: PrefillPool | None = None,
+             calibration: str = "calibrated", efficiency: str = "calibrated", seed: int = 0,
+             prefix_hit_rate: float = 0.0, prefix: Any = None, precision: Any = DEPRECATED) -> pd.DataFrame:
     """Mean TTFT, TPOT and throughput of a deployment under load (see the module docstring).
 
     Parameters
@@ -91,8 +99,12 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     tp, pp, dp_attention, ep : int
         Layout of one (decode) replica; it spans tp × dp_attention × pp GPUs (TensorRT-LLM's "TP 8
         with attention DP" is tp=1, dp_attention=8, ep=8).
-    precision : str
-        Weight format (``fp8``, ``nvfp4``/``fp4``, ``int4_wo``, ``bf16``; '' = the checkpoint's own).
+    weights : str or sequence of str, optional
+        Weight formats (``fp8``, ``nvfp4``/``fp4``, ``int4_wo``, ``bf16``...; ``"fp8,bf16"`` or a list
+        gives the rows of each); default: the checkpoint's own. As on the measured runs, ``fp8`` of a
+        block-scaled FP8 checkpoint is ``fp8_block`` and ``fp4`` of an MXFP4 one ``mxfp4``.
+    kv_cache : str, optional
+        KV-cache format (default: fp8 for FP8/FP4 weights, else bf16; :mod:`perfmodel.formats`).
     prefill : PrefillPool, optional
         Makes the deployment P/D-disaggregated.
     calibration : str
@@ -108,6 +120,8 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         Shared prompt prefixes instead of a rate (``{"tokens": 3072, "pool": 16}``, exclusive with
         ``prefix_hit_rate``): open loop, the simulator's prefix cache finds the hits; closed loop, the
         rate is :func:`perfmodel.serving.reuse.expected_hit_rate` with the replica's KV capacity.
+    precision :
+        Deprecated old name of ``weights`` (warns).
 
     Returns
     -------
@@ -121,6 +135,19 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         (the (decode) replica's KV pool as the engine sizes it, :mod:`perfmodel.engine.kv_memory`), the
         profiles and ``engine`` (which engine and terms).
     """
+    weights = renamed("weights", weights, "precision", precision, "estimate")
+    kwargs = dict(isl=isl, osl=osl, concurrency=concurrency, rate=rate, engine=engine, tp=tp, pp=pp,
+                  dp_attention=dp_attention, ep=ep, kv_cache=kv_cache, prefill=prefill, calibration=calibration,
+                  efficiency=efficiency, seed=seed, prefix_hit_rate=prefix_hit_rate, prefix=prefix)
+    frames = [_estimate(model, hardware, weights=w, **kwargs) for w in format_list(weights)]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rate, engine: Any, tp: int,
+              pp: int, dp_attention: int, ep: int, weights: str | None, kv_cache: str | None,
+              prefill: PrefillPool | None, calibration: str, efficiency: str, seed: int,
+              prefix_hit_rate: float, prefix: Any) -> pd.DataFrame:
+    """:func:`estimate` for one weight format."""
     from ..core.step import StepModel
     from ..engine.engine import Engine
     from ..validation.models import UnsupportedModel, resolve_model
@@ -154,7 +181,7 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     for pool, e in pools:
         if e != 1 and spec.moe is None:
             raise ConfigError(f"{pool}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
-    weights, activations, kv = _formats(model, hw, backend, precision)
+    weights, activations, kv = _formats(model, hw, backend, weights, kv_cache)
 
     def replica(t, d, e):
         moe_tp = (t * d) // e if spec.moe is not None and e and (t * d) % e == 0 else None

@@ -41,6 +41,7 @@ import pandas as pd
 
 from ..errors import PerfmodelError
 from ..fileio import read_json
+from ..formats import DEPRECATED, renamed
 from .arrivals import ARRIVAL_COLUMNS
 from .openloop_import import aiperf_arrival, guidellm_results, inference_perf_result, vllm_arrival
 from .rows import QUANT_MODE_OF_PRECISION
@@ -62,13 +63,16 @@ class MeasuredDeployment:
         Parallel layout of one replica.
     replicas : int
         Identical replicas behind the load balancer (the client concurrency is split evenly).
-    precision : str
-        ``fp8``, ``fp4``/``nvfp4``, ``int4_wo``, ``bf16`` or '' (the checkpoint's own format).
+    weights : str
+        ``fp8``, ``fp4``/``nvfp4``, ``int4_wo``, ``bf16`` or '' (the checkpoint's own format); the
+        ``precision`` column of the measured-runs schema.
     concurrency : int, optional
         Client concurrency (default: the one in the file).
     arrival_process : str, optional
         Load type of an inference-perf report with no ``config.yaml`` beside it (``constant``, the
         tool's default, or ``poisson``).
+    precision : str
+        Deprecated old name of ``weights`` (warns).
     """
 
     system: str
@@ -80,9 +84,16 @@ class MeasuredDeployment:
     ep: int = 1
     moe_tp: int = 0
     replicas: int = 1
-    precision: str = ""
+    weights: str = ""
     concurrency: int | None = None
     arrival_process: str | None = None
+    precision: Any = DEPRECATED
+
+    def __post_init__(self) -> None:
+        if self.precision is not DEPRECATED:
+            weights = renamed("weights", self.weights or None, "precision", self.precision, "MeasuredDeployment")
+            object.__setattr__(self, "weights", weights or "")
+            object.__setattr__(self, "precision", DEPRECATED)
 
 
 def _stat(block: Any, name: str) -> float | None:
@@ -197,7 +208,7 @@ def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, sour
                              f"deployment (model=..., concurrency=...)")
     conc = float(concurrency)
     per_rank = conc / max(deployment.replicas, 1) / max(deployment.attention_dp, 1)
-    mode = QUANT_MODE_OF_PRECISION.get(deployment.precision.lower(), "")
+    mode = QUANT_MODE_OF_PRECISION.get(deployment.weights.lower(), "")
     isl, osl = round(float(result["isl"])), round(float(result["osl"]))
     load = f"r{result['request_rate_rps']:g}" if open_loop else f"c{int(conc)}"
     bench = f"_b{result['benchmark']}" if "benchmark" in result else ""
@@ -207,7 +218,7 @@ def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, sour
                                + ("" if open_loop else f"silicon_concurrency={int(conc)}; ")
                                + f"tool={result['tool']}",
         "backend": deployment.backend, "backend_version": "", "model_path": model,
-        "system": deployment.system, "precision": deployment.precision, "mode": "agg",
+        "system": deployment.system, "precision": deployment.weights, "mode": "agg",
         "isl": isl, "osl": osl, "gemm_quant_mode": mode, "moe_quant_mode": mode,
         "batch_size": per_rank, "tp_size": deployment.tp, "pp_size": deployment.pp,
         "attention_dp_size": deployment.attention_dp, "moe_tp_size": deployment.moe_tp or None,
