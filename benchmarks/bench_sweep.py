@@ -54,7 +54,7 @@ def main() -> None:
     report("many groups (llama-3.1-70b x {h100,h200,b200} x tp{1,2,3,4,8} x dp{1,2} x {bf16,fp8}, "
            "64 batch x 32 ISL x 32 OSL)",
            lambda: sweep("llama-3.1-70b", ["h100-sxm", "h200-sxm", "b200"], tp=[1, 2, 3, 4, 8], dp=[1, 2],
-                         precision=["bf16", "fp8"], batch=np.arange(1, 257, 4), isl=isl[::2], osl=osl[::2]))
+                         weights=["bf16", "fp8"], batch=np.arange(1, 257, 4), isl=isl[::2], osl=osl[::2]))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,14 @@ class _Deprecated:
 #: Default of every deprecated old argument name (``precision=``, ``precisions=``).
 DEPRECATED = _Deprecated()
 
+#: The default rule in words, for help texts and docs/cli.md (concept -> default).
+DEFAULTS = {
+    "weights": "the checkpoint's own format (fp8_block for DeepSeek-V3/R1, mxfp4 for gpt-oss, a repo id's "
+               "-FP8/-NVFP4 suffix), else bf16",
+    "kv_cache": "fp8 with fp8/fp8_block/nvfp4/mxfp4 weights, else bf16",
+    "activations": "from the weights",
+}
+
 #: Weight formats whose checkpoints are served with an FP8 KV cache (canonical names).
 QUANTIZED_KV_WEIGHTS = frozenset({"fp8", "fp8_block", "nvfp4", "fp4", "mxfp4"})
 

@@ -11,6 +11,8 @@ import argparse
 import re
 from pathlib import Path
 
+import pytest
+
 from perfmodel.cli import build_parser
 from perfmodel.cli.output import FORMATS
 
@@ -98,3 +100,112 @@ def test_the_readme_uses_canonical_flags():
     text = README.read_text(encoding="utf-8")
     used = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", text))
     assert not used & set(ALIASES), sorted(used & set(ALIASES))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Formats: one name, meaning, default and list syntax in every parser and public signature (issue 21)
+
+#: Commands that take formats; those that search or sweep take --weights as a comma list.
+FORMAT_COMMANDS = ("predict", "sweep", "simulate", "max-load", "estimate", "plan", "validate")
+LIST_COMMANDS = ("sweep", "plan", "estimate")
+#: Spellings of a format concept other than --weights / --kv-cache / --activations.
+OTHER_FORMAT_NAME = re.compile(r"precision|dtype|quant|kv[-_]?format|weights?[-_]?format")
+#: The deprecated spellings and the commands that keep them (hidden, stored into --weights).
+DEPRECATED_FLAGS = {"--precision": ("sweep", "estimate", "plan", "validate")}
+#: Packages whose public names are the Python API walked below.
+API_PACKAGES = ("perfmodel", "perfmodel.planning", "perfmodel.serving", "perfmodel.deployment",
+                "perfmodel.dataflow", "perfmodel.validation")
+#: Parameters that match OTHER_FORMAT_NAME and mean something else (name: why).
+NOT_A_FORMAT = {("Deployment", "precision"): "the deployment file's section holding weights, activations, kv_cache",
+                ("DataflowArch", "tables_in_weight_format"): "a yes/no property of an architecture"}
+
+
+def test_format_flags_have_one_name_default_and_list_syntax():
+    from perfmodel.cli.argtypes import name_list
+
+    commands = _commands()
+    for name in FORMAT_COMMANDS:
+        weights = _option(commands[name], "--weights")
+        assert weights is not None and weights.dest == "weights" and weights.default is None, name
+        assert "checkpoint's own" in weights.help, name
+        assert (weights.type is name_list) == (name in LIST_COMMANDS), name
+        kv = _option(commands[name], "--kv-cache")
+        if name != "validate":  # validate maps each measured row's KV cache by the rule itself
+            assert kv is not None and kv.dest == "kv_cache" and kv.default is None, name
+            assert "fp8 with" in kv.help and "else bf16" in kv.help, name
+    assert _option(commands["predict"], "--activations").default is None
+
+
+def test_no_parser_spells_a_format_otherwise():
+    for name, parser in _commands().items():
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if not OTHER_FORMAT_NAME.search(flag) and not OTHER_FORMAT_NAME.search(action.dest):
+                    continue
+                assert flag in DEPRECATED_FLAGS and name in DEPRECATED_FLAGS[flag], f"{name}: {flag}"
+                assert action.help == argparse.SUPPRESS and action.dest == "weights", f"{name}: {flag}"
+                assert flag not in parser.format_help(), f"{name}: {flag} shown in --help"
+
+
+@pytest.mark.parametrize("command", DEPRECATED_FLAGS["--precision"])
+def test_the_old_precision_flag_stores_weights_and_says_the_new_name(command, capsys):
+    parser = build_parser()
+    required = {"sweep": ["--model", "m", "--hardware", "h"],
+                "estimate": ["--model", "m", "--hardware", "h", "--engine", "vllm", "--concurrency", "1",
+                             "--isl", "8", "--osl", "8"],
+                "plan": ["--model", "m", "--rate", "1", "--isl", "8", "--osl", "8", "--hardware", "h"],
+                "validate": ["--data", "x.json"]}[command]
+    value = "fp8,bf16" if command in LIST_COMMANDS else "fp8"
+    args = parser.parse_args([command, *required, "--precision", value])
+    assert args.weights == (["fp8", "bf16"] if command in LIST_COMMANDS else "fp8")
+    assert f"perfmodel {command}: note: --precision is deprecated, use --weights" in capsys.readouterr().err
+    assert parser.parse_args([command, *required]).weights is None   # no note, the default rule
+
+
+def _public_signatures():
+    import importlib
+    import inspect
+
+    for package in API_PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not callable(obj):
+                continue
+            try:
+                yield f"{package}.{name}", name, inspect.signature(obj)
+            except (TypeError, ValueError):   # builtins without a signature
+                continue
+
+
+def test_public_signatures_use_the_shared_format_names():
+    from perfmodel.formats import DEPRECATED
+
+    seen = set()
+    for where, name, sig in _public_signatures():
+        for p in sig.parameters.values():
+            if OTHER_FORMAT_NAME.search(p.name) and (name, p.name) not in NOT_A_FORMAT:
+                assert p.default is DEPRECATED, f"{where}({p.name}=): a format is weights=/kv_cache=/activations="
+            if p.name in ("weights", "kv_cache", "activations") and p.default is not inspect_empty():
+                assert p.default in (None, ""), f"{where}({p.name}={p.default!r}): the default is the shared rule"
+                seen.add(name)
+    # the functions the issue names, and the ones that used to spell it otherwise
+    assert {"predict", "sweep", "plan", "estimate", "StepModel", "DataflowModel", "predict_dataflow",
+            "scaling_curve", "min_devices_for_weights", "enumerate_candidates", "MeasuredDeployment"} <= seen
+
+
+def inspect_empty():
+    import inspect
+
+    return inspect.Parameter.empty
+
+
+def test_the_readme_and_docs_use_the_new_format_names():
+    root = README.parent
+    pages = [README, *sorted((root / "docs").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        if page.name == "cli.md":   # the vocabulary table names the deprecated spellings once
+            text = text.split("## perfmodel\n")[1]
+        assert "--precision" not in text, page.name
+        assert not re.search(r"\b(precisions?|weights_dtype)\s*=\s*[\[\"'(]", text), page.name

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..formats import note_renamed_flag
+from ..formats import DEFAULTS, note_renamed_flag
 from .argtypes import name_list
 
-WEIGHTS_HELP = ("weight format: bf16, fp8, fp8_block, nvfp4 (fp4), mxfp4, int4, int8... (default: the "
-                "checkpoint's own, e.g. fp8_block for DeepSeek-V3, mxfp4 for gpt-oss, else bf16)")
-KV_CACHE_HELP = "KV-cache format (default: fp8 with fp8/fp8_block/nvfp4/mxfp4 weights, else bf16)"
-ACTIVATIONS_HELP = "activation format (default: from the weights)"
+WEIGHTS_HELP = f"weight format: bf16, fp8, fp8_block, nvfp4 (fp4), mxfp4, int4, int8... (default: {DEFAULTS['weights']})"
+KV_CACHE_HELP = f"KV-cache format (default: {DEFAULTS['kv_cache']})"
+ACTIVATIONS_HELP = f"activation format (default: {DEFAULTS['activations']})"
 
 
 class _Renamed(argparse.Action):

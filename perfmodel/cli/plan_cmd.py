@@ -58,7 +58,7 @@ def register(sub) -> None:
                                                                "(default 0.95)")
     p.add_argument("--hardware", type=name_list, required=True,
                    help="comma-separated hardware ids or YAML files (e.g. my-gpu.yaml,h100-sxm)")
-    add_dtype_args(p, weights_list=True, kv_cache=False, old_precision=True)
+    add_dtype_args(p, weights_list=True, old_precision=True)
     p.add_argument("--tp", type=count_list(), default=[1, 2, 4, 8], help="tensor-parallel sizes (default 1,2,4,8)")
     p.add_argument("--pp", type=count_list(), default=[1], help="pipeline stages per replica to try with every "
                    "layout (default 1); a replica spans tp x dp-attention x pp devices")
@@ -132,7 +132,8 @@ def run(args) -> int:
     print_notes(*(checkpoint_note(args.model, w) for w in dict.fromkeys((args.weights or []) + (args.decode_weights or []))))
     # resolve names and files once, before the prices that may name a file's hardware by its id
     hardware = [load_hardware(h) for h in args.hardware]
-    result = plan(args.model, workload, slo, hardware=hardware, weights=args.weights, tp=tps,
+    result = plan(args.model, workload, slo, hardware=hardware, weights=args.weights, kv_cache=args.kv_cache,
+                  tp=tps,
                   rate=args.rate, objective=args.objective, engine=args.engine, power=args.power_basis,
                   idle=args.idle, utilisation=args.utilisation, price=prices_by_hardware(args.price) or None,
                   requests=args.requests, seed=args.seed, max_replicas=args.max_replicas,

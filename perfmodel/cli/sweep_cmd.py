@@ -27,10 +27,10 @@ WHY = {c: "the layout cannot run, the load does not split over dp, or the point 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "sweep", help="the analytic model over models x hardware x layouts x precisions x loads x lengths",
+        "sweep", help="the analytic model over models x hardware x layouts x formats x loads x lengths",
         description="Static-batch TTFT, TPOT and throughput (no queueing) for every combination of the "
                     "lists given (comma-separated), one vectorised prediction per model, hardware, "
-                    "precision and layout. Layouts that cannot run are kept as rows with the reason.")
+                    "weight format and layout. Layouts that cannot run are kept as rows with the reason.")
     p.add_argument("--model", type=name_list, required=True, help="model ids, HF repo ids or config.json paths")
     p.add_argument("--hardware", type=name_list, required=True,
                    help="accelerator or system ids or spec YAML paths (e.g. h100-sxm,my-gpu.yaml)")

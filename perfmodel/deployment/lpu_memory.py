@@ -50,14 +50,17 @@ def ffn_weight_bytes_per_device(model: ModelSpec, par: Parallel, prec: Precision
     return total / par.pp * prec.weights.bytes
 
 
-def part_weight_bytes(model: ModelSpec, weights_dtype: str, part: Part = "ffn") -> float:
-    """Weight bytes of a part of the whole model [B].
+def part_weight_bytes(model: ModelSpec, weights: str | None = None, part: Part = "ffn",
+                      weights_dtype: Any = DEPRECATED) -> float:
+    """Weight bytes of a part of the whole model [B], with ``weights`` the weight format.
 
     ``ffn``: dense FFNs and all experts (routed + shared); ``attention``: everything else (attention,
     routers, norms ignored, embedding and LM head in bf16 as in :func:`weights_per_device`);
-    ``all``: both.
+    ``all``: both. ``weights`` defaults to the checkpoint's own format (:mod:`perfmodel.formats`);
+    ``weights_dtype`` is its deprecated old name (warns).
     """
-    prec = Precision.of(weights_dtype)
+    weights = renamed("weights", weights, "weights_dtype", weights_dtype, "part_weight_bytes")
+    prec = Precision.of(weights or checkpoint_format(model))
     par = Parallel.build(model)
     ffn = ffn_weight_bytes_per_device(model, par, prec)
     whole = weights_per_device(model, par, prec)

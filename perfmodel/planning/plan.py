@@ -245,7 +245,8 @@ def _priced(c: Candidate, price: Any, tco: TotalCost | None, use_list: bool, pro
 
 def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence[Any] | None = None, *,
          rate: float | None = None, target: float | None = None, hardware: Sequence[str] = (),
-         weights: Any = None, tp: Sequence[int] = (1, 2, 4, 8), objective: str = "devices",
+         weights: Any = None, kv_cache: str | None = None, tp: Sequence[int] = (1, 2, 4, 8),
+         objective: str = "devices",
          engine: Any = "vllm", power: str = "tdp", tdp: Any = None, idle: Any = None,
          utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None, requests: int = 300,
          seed: int = 0, max_replicas: int = 256, extra_replicas: int = 3, executor: Any = None,
@@ -272,8 +273,10 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         Target arrival rate λ [req/s] (default: the workload's).
     weights : str or sequence of str, optional
         Weight formats to try (``"fp8,bf16"`` or ``["fp8", "bf16"]``); default: the checkpoint's own
-        format. Each candidate's KV cache follows its weights (fp8 for FP8/FP4 weights, else bf16;
-        :mod:`perfmodel.formats`).
+        format.
+    kv_cache : str, optional
+        KV-cache format of every candidate; default: each candidate's follows its weights (fp8 for
+        FP8/FP4 weights, else bf16; :mod:`perfmodel.formats`).
     objective : {"devices", "power", "cost"}
         Ranking key.
     power, tdp, idle, utilisation
@@ -368,7 +371,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     weights = renamed("weights", weights, "precisions", precisions, "plan")
     formats = [w or checkpoint_format(model) for w in format_list(weights)] if model is not None else []
     decode = format_list(decode_weights) if decode_weights else None
-    space = {"weights": formats, "tp": tp, "dp_attention": dp_attention,
+    space = {"weights": formats, "kv_cache": kv_cache, "tp": tp, "dp_attention": dp_attention,
              "ep": ep if ep else "tp x dp_attention (wide EP)", "pp": pp, "aggregated": bool(aggregated),
              "disaggregated": bool(disaggregated),
              "decode_weights": decode if decode is not None else "same as prefill"}
@@ -417,7 +420,7 @@ def _resolve_candidates(model: str | None, candidates: Sequence[Any] | None, har
     if candidates is None:
         if model is None or not hardware:
             raise ConfigError("plan: give candidates=, or model and hardware= to enumerate them")
-        return enumerate_candidates(model, hardware, space["weights"], space["tp"],
+        return enumerate_candidates(model, hardware, space["weights"], space["tp"], space["kv_cache"],
                                     dp_attention=space["dp_attention"],
                                     ep=space["ep"] if isinstance(space["ep"], list) else None,
                                     disaggregated=space["disaggregated"], aggregated=space["aggregated"],

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
-from ..formats import default_kv_cache
+from ..formats import DEPRECATED, checkpoint_format, default_kv_cache, format_list, renamed
 from ..hardware import load_hardware
 from ..modelspec import load_model
 
@@ -138,11 +138,11 @@ def layouts(moe: bool, tp: Sequence[int], dp_attention: Sequence[int] = (1,),
     return out
 
 
-def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequence[str] = ("bf16",),
+def enumerate_candidates(model: str, hardware: Sequence[Any], weights: Any = None,
                          tp: Sequence[int] = (1, 2, 4, 8), kv_cache: str | None = None, *,
                          dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None,
                          disaggregated: bool = False, aggregated: bool = True, pp: Sequence[int] = (1,),
-                         decode_weights: Sequence[str] | None = None) -> list[Candidate]:
+                         decode_weights: Any = None, precisions: Any = DEPRECATED) -> list[Candidate]:
     """Candidate replicas for a model on each hardware (see the module docstring).
 
     Parameters
@@ -151,18 +151,21 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
         Model id or config path.
     hardware : sequence of str or spec
         Hardware ids, aliases, YAML paths or resolved specs.
-    precisions : sequence of str
-        Weight formats (of aggregated replicas; of both pools of a P/D candidate unless
-        ``decode_weights`` is given).
+    weights : str or sequence of str, optional
+        Weight formats (``"fp8,bf16"`` or a list; of aggregated replicas; of both pools of a P/D
+        candidate unless ``decode_weights`` is given); default: the checkpoint's own
+        (:mod:`perfmodel.formats`).
     tp, dp_attention, ep, pp
         Layouts (:func:`layouts`).
-    decode_weights : sequence of str, optional
+    decode_weights : str or sequence of str, optional
         Weight formats of the decode pool of P/D candidates, each paired with every prefill format of
-        ``precisions`` (None: the prefill pool's format, one pair per format).
+        ``weights`` (None: the prefill pool's format, one pair per format).
     kv_cache : str, optional
         KV-cache format (default: :func:`perfmodel.formats.default_kv_cache` of each weight format).
     disaggregated, aggregated : bool
         Include P/D pairs of layouts; include single-pool replicas.
+    precisions :
+        Deprecated old name of ``weights`` (warns).
 
     Returns
     -------
@@ -171,7 +174,9 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
     """
     if not (aggregated or disaggregated):
         raise ConfigError("plan: the search space is empty: allow aggregated or disaggregated candidates")
+    weights = renamed("weights", weights, "precisions", precisions, "enumerate_candidates")
     spec = load_model(model)
+    precisions = [w or checkpoint_format(model, spec) for w in format_list(weights)]
     shapes = layouts(spec.moe is not None, tp, dp_attention, ep, pp)
     out = []
     for hw in hardware:
@@ -192,7 +197,7 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], precisions: Sequen
                                                          "precision": prec, "kv_cache": kv},
                                          spec=hw_spec))
             if disaggregated:
-                for dprec in (decode_weights or (prec,)):
+                for dprec in (format_list(decode_weights) if decode_weights else (prec,)):
                     for pre in shapes:
                         for dec in shapes:
                             out.append(_pd_candidate(acc_id, hw_spec, pre, dec, prec, dprec, kv, kwargs))
