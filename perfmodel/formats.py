@@ -21,12 +21,12 @@ Default rule, the same everywhere (``None`` or ``''`` asks for it):
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
 from typing import Any
 
 from .errors import ConfigError
-from .precision import dtype
 
 
 class _Deprecated:
@@ -68,13 +68,10 @@ def checkpoint_format(model: Any, spec: Any = None) -> str:
         (:func:`perfmodel.validation.models.checkpoint_default_format`); otherwise the spec's id (or its
         Hugging Face repo id); ``bf16`` for a model that cannot be resolved.
     """
-    from .validation.models import SUFFIXES, checkpoint_default_format
-
     if isinstance(model, str):
-        parts = [p for p in model.replace("\\", "/").lower().split("/") if p and not p.endswith(".json")]
-        repo = "/".join(parts[-2:])
-        if repo.endswith(SUFFIXES):
-            return checkpoint_default_format(repo)
+        suffixed = _suffixed_repo(model)
+        if suffixed:
+            return _checkpoint_of(suffixed, None)
         if spec is None:
             from .errors import PerfmodelError
             from .modelspec import load_model
@@ -82,13 +79,29 @@ def checkpoint_format(model: Any, spec: Any = None) -> str:
             try:
                 spec = load_model(model)
             except PerfmodelError:
-                return checkpoint_default_format(model)
+                return _checkpoint_of(model, None)
     else:
         spec = model if spec is None else spec
-    own = checkpoint_default_format(spec.id)
-    if own == "bf16" and getattr(spec, "hf_repo_id", None):
-        own = checkpoint_default_format(spec.hf_repo_id)
-    return own
+    return _checkpoint_of(spec.id, getattr(spec, "hf_repo_id", None))
+
+
+@functools.lru_cache(maxsize=1024)
+def _suffixed_repo(model: str) -> str:
+    """``org/name`` of a repo id or folder path that ends in a format suffix (``-FP8``), else ''."""
+    from .validation.models import SUFFIXES
+
+    parts = [p for p in model.replace("\\", "/").lower().split("/") if p and not p.endswith(".json")]
+    repo = "/".join(parts[-2:])
+    return repo if repo.endswith(SUFFIXES) else ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _checkpoint_of(name: str, hf_repo_id: str | None) -> str:
+    """:func:`~perfmodel.validation.models.checkpoint_default_format` of a name, else of its repo id."""
+    from .validation.models import checkpoint_default_format
+
+    own = checkpoint_default_format(name)
+    return checkpoint_default_format(hf_repo_id) if own == "bf16" and hf_repo_id else own
 
 
 def default_kv_cache(weights: str) -> str:
@@ -99,6 +112,8 @@ def default_kv_cache(weights: str) -> str:
     weights : str
         Weight format (name or alias).
     """
+    from .precision import dtype  # imported here: the CLI's help texts read this module
+
     return "fp8" if dtype(weights, "weights").name in QUANTIZED_KV_WEIGHTS else "bf16"
 
 

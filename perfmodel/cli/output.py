@@ -237,23 +237,21 @@ def checkpoint_note(model: str | None, weights: str | None) -> str | None:
     block-scaled FP8 checkpoint (DeepSeek-V3/R1, MiniMax-M2, Qwen ``-FP8``) or an NVFP4 format of
     gpt-oss's MXFP4 experts (None otherwise, also for models that do not resolve).
 
-    The checkpoint is the resolved model spec's (its id, not a substring of a path), unless the repo
-    id or folder name ends in a format suffix: then :func:`checkpoint_default_format` of that
-    ``org/name`` decides, as for measured rows (Qwen ``-FP8`` block-scaled, ``-BF16`` re-exports).
+    The checkpoint's format is :func:`perfmodel.formats.checkpoint_format`'s: the resolved spec's,
+    unless the repo id or folder name ends in a format suffix (Qwen ``-FP8`` block-scaled, ``-BF16``
+    re-exports).
     """
     if not model or not weights:
         return None
     from ..errors import PerfmodelError
+    from ..formats import checkpoint_format
     from ..modelspec import load_model  # imported here: keeps `perfmodel --help` light
-    from ..validation.models import SUFFIXES, checkpoint_default_format
 
     try:
-        spec_id = load_model(model).id
+        spec = load_model(model)
     except PerfmodelError:
         return None
-    parts = [p for p in str(model).replace("\\", "/").lower().split("/") if p and not p.endswith(".json")]
-    repo = "/".join(parts[-2:])
-    own = checkpoint_default_format(repo if repo.endswith(SUFFIXES) else spec_id)
+    own = checkpoint_format(str(model), spec)
     asked = str(weights).strip().lower()
     if own == "fp8_block" and asked in ("fp8", "fp8_e4m3", "e4m3", "float8"):
         return (f"note: {model} ships block-scaled FP8 weights (128 x 128 blocks); --weights fp8 costs "
