@@ -31,7 +31,7 @@ DSR1_B200_TPS = {0: 111, 1: 198, 2: 250, 3: 253, 4: 245, 5: 239}
 
 
 def deepseek_pairs() -> None:
-    target = StepModel("deepseek-r1", "b200", tp=8, ep=4, weights="nvfp4")
+    target = StepModel("deepseek-r1", "b200", tp=8, ep=4, weights="nvfp4", kv_cache="bf16")
     base = float(target.step_time(1, 2048))
     print("DeepSeek-R1, 8x B200, nvfp4 (MTP layers bf16), TP8 / EP4, batch 1, context 2048")
     print(f"  no MTP: predicted {1 / base:.0f} TPS/user, published {DSR1_B200_TPS[0]}")

@@ -86,8 +86,10 @@ def test_invalid_layouts_raise_clear_errors():
         pm.predict("llama-3.1-8b", "h100-sxm", isl=float("nan"))
     with pytest.raises(pm.ConfigError, match="whole numbers"):
         pm.predict("llama-3.1-8b", "h100-sxm", osl=2.5)
-    with pytest.raises(pm.UnknownNameError, match="known: bf16"):
-        pm.predict("llama-3.1-8b", "tpu-v5e", weights="fp4")  # no fp4 peak on v5e
+    with pytest.raises(pm.UnknownNameError, match="known: bf16"):  # no fp4 peak on v5e
+        pm.predict("llama-3.1-8b", "tpu-v5e", weights="fp4", activations="fp4")
+    # FP4 weights alone run weight-only there (bf16 activations), as engines run them on Hopper
+    assert pm.predict("llama-3.1-8b", "tpu-v5e", weights="fp4").config["precision"] == "w:fp4 a:bf16 kv:fp8"
     with pytest.raises(pm.ConfigError, match="kv_host_fraction"):
         pm.predict("llama-3.1-8b", "h100-sxm", kv_host_fraction=1.5)
 

@@ -135,3 +135,15 @@ def test_other_old_names_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # the new names do not warn
         pm.min_devices_for_weights("kimi-k2", "groq-lp30", weights="fp8")
+
+
+def test_a_format_name_means_the_same_in_estimate_and_predict():
+    """fp8 is per-tensor FP8 also for a block-scaled checkpoint; NVFP4 on Hopper runs weight-only in both."""
+    est = pm.estimate("deepseek-ai/DeepSeek-R1", "h200-sxm", engine="vllm", tp=8, concurrency=[1], isl=256, osl=16,
+                      weights="fp8,fp8_block")
+    assert est["weights"].tolist() == ["fp8", "fp8_block"] and est["kv_cache"].tolist() == ["fp8", "fp8"]
+    assert est["tpot_s"].iloc[0] != pytest.approx(est["tpot_s"].iloc[1], rel=0.01)   # two kernel families
+    sm = pm.StepModel("llama-3.1-8b", "h100-sxm", weights="nvfp4")
+    est = pm.estimate("llama-3.1-8b", "h100-sxm", engine="vllm", concurrency=[1], isl=256, osl=16,
+                      weights="nvfp4").iloc[0]
+    assert sm.precision.label() == "w:nvfp4 a:bf16 kv:fp8" == f"w:{est['weights']} a:bf16 kv:{est['kv_cache']}"

@@ -21,8 +21,10 @@ def test_estimate_reproduces_the_validation_prediction_of_a_measured_row():
     row = df[df["id"] == "minimaxm2_5_h200_vllm_fp8_agg_1024x1024_c16_cfg606"]
     problem, _ = serving_problem(row)
     pred = problem.predictions(load_profile("calibrated")).iloc[0]
+    # the row's "fp8" is the checkpoint's block-scaled FP8: estimate's default (weights="fp8" is per-tensor)
     est = estimate("MiniMaxAI/MiniMax-M2.5", "h200_sxm", engine="vllm", concurrency=[16], isl=1024, osl=1024,
-                   tp=4, weights="fp8").iloc[0]
+                   tp=4).iloc[0]
+    assert (est["weights"], est["kv_cache"]) == ("fp8_block", "fp8")
     # same formats, step models, engine and steady state; the validation interpolates tabulated steps
     assert est["ttft_s"] == pytest.approx(pred["predicted_ttft_s"], rel=0.01)
     assert est["tpot_s"] == pytest.approx(pred["predicted_tpot_s"], rel=0.01)

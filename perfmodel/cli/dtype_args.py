@@ -36,7 +36,7 @@ def add_renamed_flag(p, old: str, new: str, dest: str, type=None) -> None:
 
 
 def add_dtype_args(p, *, weights_list: bool = False, kv_cache: bool = True, activations: bool = False,
-                   old_precision: bool = False) -> None:
+                   old_precision: bool = False, weights_help: str = WEIGHTS_HELP) -> None:
     """Add the format flags to a parser (or argument group).
 
     Parameters
@@ -47,9 +47,11 @@ def add_dtype_args(p, *, weights_list: bool = False, kv_cache: bool = True, acti
         Add ``--kv-cache`` / ``--activations``.
     old_precision : bool
         Also accept the deprecated ``--precision`` (commands that used to spell it so).
+    weights_help : str
+        Help text of ``--weights`` (default :data:`WEIGHTS_HELP`).
     """
     kind = name_list if weights_list else None
-    help_ = WEIGHTS_HELP + ("; comma-separated to try several" if weights_list else "")
+    help_ = weights_help + ("; comma-separated to try several" if weights_list else "")
     p.add_argument("--weights", type=kind, default=None, help=help_)
     if activations:
         p.add_argument("--activations", default=None, help=ACTIVATIONS_HELP)

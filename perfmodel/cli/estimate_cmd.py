@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .argtypes import POSITIVE, count_list, real_list, single_name
 from .dtype_args import add_dtype_args
-from .output import add_format_arg, emit, format_table
+from .output import add_format_arg, checkpoint_note, emit, format_table, print_notes
 from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 #: Columns printed in the table view.
@@ -81,6 +81,7 @@ def run(args) -> int:
     elif given:
         raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: P/D pool options need "
                           f"--prefill-workers (the deployment is aggregated without it)")
+    print_notes(*(checkpoint_note(args.model, w) for w in args.weights or ()))
     out = estimate(args.model, args.hardware, engine=serving_engine(args, calibration=args.engines),
                    concurrency=args.concurrency, rate=args.rate,
                    isl=args.isl, osl=args.osl, tp=args.tp, pp=args.pp, dp_attention=args.dp_attention,

@@ -16,6 +16,11 @@ from .argtypes import POSITIVE
 from .dtype_args import add_dtype_args
 from .output import add_format_arg, add_quiet_arg, emit, format_table, progress_of
 
+#: --weights of a measured run: what the server was told, read as the measured rows' precision column.
+MEASURED_WEIGHTS_HELP = ("weight format the server ran: bf16, fp8, fp8_block, nvfp4 (fp4), int4_wo... (default: "
+                         "the checkpoint's own); read as the measured rows' precision column, so fp8 of a "
+                         "block-scaled checkpoint is that checkpoint's fp8_block (docs/validation.md)")
+
 #: Error statistics a validation summary can hold, in table order.
 METRICS = ("tpot", "ttft", "batch_latency", "latency")
 #: Why a statistic of the tables can be missing.
@@ -56,7 +61,7 @@ def register(sub) -> None:
     g.add_argument("--dp-attention", "--attention-dp", dest="dp_attention", type=POSITIVE, default=1)
     g.add_argument("--ep", type=POSITIVE, default=1)
     g.add_argument("--replicas", type=POSITIVE, default=1, help="replicas sharing the client concurrency")
-    add_dtype_args(g, kv_cache=False, old_precision=True)
+    add_dtype_args(g, kv_cache=False, old_precision=True, weights_help=MEASURED_WEIGHTS_HELP)
     g.add_argument("--concurrency", type=POSITIVE, help="client concurrency (default: the one in the file)")
     g.add_argument("--arrival-process", choices=("constant", "poisson"),
                    help="load type of an inference-perf report with no config.yaml beside it "

@@ -109,7 +109,9 @@ class StepModel:
         checkpoint's own format, the KV cache in fp8 for FP8/FP4 weights else bf16
         (:mod:`perfmodel.formats`). Activations default as in
         :meth:`perfmodel.precision.Precision.of`, except for ``mxfp4`` weights: ``fp8`` on accelerators
-        with an FP4 peak (MXFP4 x MXFP8 MoE kernels, Blackwell), ``bf16`` elsewhere (W4A16).
+        with an FP4 peak (MXFP4 x MXFP8 MoE kernels, Blackwell), ``bf16`` elsewhere (W4A16); and
+        NVFP4 weights on accelerators without an FP4 peak (Hopper) run weight-only, ``bf16``
+        (:func:`perfmodel.precision.serving_activations`, as ``estimate`` and the validation do).
     efficiency : "calibrated" | "datasheet" | Efficiency
         Achievable-efficiency profile (``datasheet`` = pure roofline).
     reserve : float
@@ -143,8 +145,10 @@ class StepModel:
         self.parallel = Parallel.build(self.model, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention,
                                        moe_tp=moe_tp)
         check_system_size(hardware, tp, pp, dp_attention)
-        if activations is None and dtype(weights, "weights").name == "mxfp4":  # the checkpoint's own kernels
-            activations = serving_activations("mxfp4", "fp4" in self.hardware.compute)
+        w_name, has_fp4 = dtype(weights, "weights").name, "fp4" in self.hardware.compute
+        if activations is None and (w_name == "mxfp4" or (w_name in ("nvfp4", "fp4") and not has_fp4)):
+            # MXFP4: the checkpoint's own kernels; FP4 without FP4 tensor cores: weight-only (W4A16)
+            activations = serving_activations("nvfp4" if w_name == "fp4" else w_name, has_fp4)
         self.precision = Precision.of(weights, activations, kv_cache)
         self.efficiency = profile_for(self.hardware.id, efficiency)
         # fused-MoE terms: the MoE kernel's own where the profile has them, else the GEMM format's

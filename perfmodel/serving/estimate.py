@@ -1,8 +1,9 @@
 r"""``estimate``: mean TTFT, TPOT and throughput of a deployment under load, with a fitted engine.
 
 A thin composition of the pieces every serving path shares: the replica's
-:class:`~perfmodel.core.step.StepModel` (formats chosen as on the measured runs the engine was fitted
-on, :func:`perfmodel.validation.rows.serving_formats`), the :class:`~perfmodel.engine.Engine` and
+:class:`~perfmodel.core.step.StepModel` (formats by the shared default rule, :mod:`perfmodel.formats`,
+which is the rule the measured runs the engine was fitted on are mapped with), the
+:class:`~perfmodel.engine.Engine` and
 
 - for closed-loop **concurrencies**: the steady state (:func:`perfmodel.serving.steady_state`, or
   :func:`perfmodel.serving.steady_state_disagg` for a P/D deployment) — the path whose error against
@@ -52,20 +53,22 @@ class PrefillPool:
     decode_workers: int = 1
 
 
-def _formats(model_path: str, hardware: str, backend: str, weights: str | None,
-             kv_cache: str | None) -> tuple[str, str, str]:
-    """The validation's format rules (:func:`perfmodel.validation.rows.serving_formats`), named errors;
-    a ``kv_cache`` given replaces the rule's."""
-    from ..precision import DTYPE_ALIASES
-    from ..validation.rows import WEIGHT_FORMATS, serving_formats
+def _formats(model: Any, hardware: str, weights: str | None, kv_cache: str | None) -> tuple[str, str, str]:
+    """(weights, activations, KV cache): the shared default rule (:mod:`perfmodel.formats`) and the
+    activations engines run the weights with (:func:`perfmodel.precision.serving_activations`).
+
+    A name means the same format as everywhere (``fp8`` is per-tensor FP8, also for a block-scaled
+    checkpoint); the measured rows' spellings ``fp4`` and ``int4_wo`` are ``nvfp4`` and ``int4``.
+    """
+    from ..formats import checkpoint_format, default_kv_cache
+    from ..hardware import load_accelerator
+    from ..precision import serving_activations
+    from ..validation.rows import WEIGHT_FORMATS
 
     name = (weights or "").strip().lower()
-    name = name if name in WEIGHT_FORMATS else DTYPE_ALIASES.get(name, name)
-    if name and name not in WEIGHT_FORMATS:
-        raise ConfigError(f"weights: unknown weight format {weights!r}; allowed: "
-                          f"{', '.join(sorted(WEIGHT_FORMATS))} or none (the checkpoint's own)")
-    w, a, kv = serving_formats(model_path, hardware, backend, name)
-    return w, a, (dtype(kv_cache, "kv_cache").name if kv_cache else kv)
+    w = dtype(WEIGHT_FORMATS.get(name, name), "weights").name if name else checkpoint_format(model)
+    kv = dtype(kv_cache, "kv_cache").name if kv_cache else default_kv_cache(w)
+    return w, serving_activations(w, "fp4" in load_accelerator(hardware).compute), kv
 
 
 def _counts(name: str, values, low: float) -> np.ndarray:
@@ -100,9 +103,10 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
         Layout of one (decode) replica; it spans tp × dp_attention × pp GPUs (TensorRT-LLM's "TP 8
         with attention DP" is tp=1, dp_attention=8, ep=8).
     weights : str or sequence of str, optional
-        Weight formats (``fp8``, ``nvfp4``/``fp4``, ``int4_wo``, ``bf16``...; ``"fp8,bf16"`` or a list
-        gives the rows of each); default: the checkpoint's own. As on the measured runs, ``fp8`` of a
-        block-scaled FP8 checkpoint is ``fp8_block`` and ``fp4`` of an MXFP4 one ``mxfp4``.
+        Weight formats (``fp8``, ``fp8_block``, ``nvfp4``/``fp4``, ``mxfp4``, ``int4``/``int4_wo``,
+        ``bf16``...; ``"fp8,bf16"`` or a list gives the rows of each); default: the checkpoint's own
+        (``fp8_block`` for DeepSeek-R1, ``mxfp4`` for gpt-oss). A name means one format, as in
+        :func:`perfmodel.predict`: ``fp8`` is per-tensor FP8 also for a block-scaled checkpoint.
     kv_cache : str, optional
         KV-cache format (default: fp8 for FP8/FP4 weights, else bf16; :mod:`perfmodel.formats`).
     prefill : PrefillPool, optional
@@ -159,7 +163,6 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
 
     seed = checks.count(seed, "seed", 0, 2**63 - 1)   # checked here too: closed loops do not use it
     served = Engine.load(engine, calibration=calibration)
-    backend = served.profile.backend or "vllm"
     if isinstance(hardware, (list, tuple)) or "," in str(hardware):  # the name reader would take the first
         raise ConfigError(f"hardware: one accelerator id, system name or spec file per call, got {hardware!r}; "
                           f"compare several with perfmodel.sweep(model, [A, B], ...) (static batches) or "
@@ -181,7 +184,7 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
     for pool, e in pools:
         if e != 1 and spec.moe is None:
             raise ConfigError(f"{pool}ep: {spec.id} is dense (no experts); expert parallelism needs ep=1, got {e}")
-    weights, activations, kv = _formats(model, hw, backend, weights, kv_cache)
+    weights, activations, kv = _formats(model, hw, weights, kv_cache)
 
     def replica(t, d, e):
         moe_tp = (t * d) // e if spec.moe is not None and e and (t * d) % e == 0 else None
