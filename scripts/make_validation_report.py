@@ -542,7 +542,7 @@ score such runs with
 perfmodel validate --data vllm-4.0qps-Llama-3.1-8B.json --hardware h100-sxm --engine vllm --tp 1
 perfmodel validate --data benchmarks.json --hardware h200-sxm --engine sglang --model Qwen/Qwen3-32B
 perfmodel validate --data reports-20260101-000000/ --hardware b200 --engine trtllm \\
-                   --model meta-llama/Llama-3.1-70B-Instruct --tp 4 --precision fp8
+                   --model meta-llama/Llama-3.1-70B-Instruct --tp 4 --weights fp8
 ```
 
 (a GuideLLM report gives one row per benchmark, an inference-perf report folder one per

@@ -128,7 +128,7 @@ def test_estimate_reports_the_pool_and_takes_the_flag(sm, capsys):
 
     expected = engine_memory(sm, load_engine("vllm", gpu_memory_utilization=0.5)).kv_tokens
     assert main(["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm",
-                 "--precision", "bf16", "--concurrency", "8", "--isl", "1024", "--osl", "256",
+                 "--weights", "bf16", "--concurrency", "8", "--isl", "1024", "--osl", "256",
                  "--gpu-memory-utilization", "0.5", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["kv_cache_tokens"] == expected
 
