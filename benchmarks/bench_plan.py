@@ -25,7 +25,7 @@ EXAMPLES = {
                       "--hardware", "h100-sxm,h200-sxm,b200", "--format", "json"],
     "deepseek-v3 P/D": ["--model", "deepseek-v3", "--rate", "8", "--isl", "8192", "--osl", "1024",
                         "--slo-ttft", "3s", "--slo-tpot", "40ms", "--target", "0.95",
-                        "--hardware", "gb200-nvl72,hgx-b200,hgx-h200", "--precision", "fp8", "--tp", "1,8",
+                        "--hardware", "gb200-nvl72,hgx-b200,hgx-h200", "--weights", "fp8", "--tp", "1,8",
                         "--dp-attention", "1,8", "--disaggregated"],
 }
 

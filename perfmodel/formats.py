@@ -45,6 +45,7 @@ DEFAULTS = {
                "-FP8/-NVFP4 suffix), else bf16",
     "kv_cache": "fp8 with fp8/fp8_block/nvfp4/mxfp4 weights, else bf16",
     "activations": "from the weights",
+    "decode_weights": "the prefill pool's",
 }
 
 #: Weight formats whose checkpoints are served with an FP8 KV cache (canonical names).

@@ -111,7 +111,7 @@ LIST_COMMANDS = ("sweep", "plan", "estimate")
 #: Spellings of a format concept other than --weights / --kv-cache / --activations.
 OTHER_FORMAT_NAME = re.compile(r"precision|dtype|quant|kv[-_]?format|weights?[-_]?format")
 #: The deprecated spellings and the commands that keep them (hidden, stored into --weights).
-DEPRECATED_FLAGS = {"--precision": ("sweep", "estimate", "plan", "validate")}
+DEPRECATED_FLAGS = {"--precision": ("sweep", "estimate", "plan", "validate"), "--decode-precision": ("plan",)}
 #: Packages whose public names are the Python API walked below.
 API_PACKAGES = ("perfmodel", "perfmodel.planning", "perfmodel.serving", "perfmodel.deployment",
                 "perfmodel.dataflow", "perfmodel.validation")
@@ -143,7 +143,8 @@ def test_no_parser_spells_a_format_otherwise():
                 if not OTHER_FORMAT_NAME.search(flag) and not OTHER_FORMAT_NAME.search(action.dest):
                     continue
                 assert flag in DEPRECATED_FLAGS and name in DEPRECATED_FLAGS[flag], f"{name}: {flag}"
-                assert action.help == argparse.SUPPRESS and action.dest == "weights", f"{name}: {flag}"
+                assert action.help == argparse.SUPPRESS and action.dest in ("weights", "decode_weights"), \
+                    f"{name}: {flag}"
                 assert flag not in parser.format_help(), f"{name}: {flag} shown in --help"
 
 

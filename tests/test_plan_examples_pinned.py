@@ -33,7 +33,7 @@ EXAMPLES = {
     "llama-3.1-70b": ("llama-3.1-70b", (2048, 256, 20.0), {"ttft": "2 s", "tpot": "50 ms"},
                       dict(hardware=["h100-sxm", "h200-sxm", "b200"], tp=[1, 2, 4, 8])),
     "deepseek-v3 P/D": ("deepseek-v3", (8192, 1024, 8.0), {"ttft": "3 s", "tpot": "40 ms"},
-                        dict(hardware=["gb200-nvl72", "hgx-b200", "hgx-h200"], precisions=["fp8"], tp=[1, 8],
+                        dict(hardware=["gb200-nvl72", "hgx-b200", "hgx-h200"], weights=["fp8"], tp=[1, 8],
                              dp_attention=[1, 8], disaggregated=True)),
 }
 

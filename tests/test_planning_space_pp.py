@@ -25,13 +25,13 @@ def test_layouts_take_every_pipeline_depth():
 
 def test_decode_pool_formats_pair_with_every_prefill_format():
     cands = enumerate_candidates("llama-3.1-8b", ["b200"], ["fp8"], [1], disaggregated=True,
-                                 decode_precisions=["fp8", "nvfp4"])
+                                 decode_weights=["fp8", "nvfp4"])
     assert [c.name for c in cands] == ["1x b200 tp1 fp8", "P/D b200 prefill tp1 + decode tp1 fp8",
                                        "P/D b200 prefill tp1 fp8 + decode tp1 nvfp4"]
     mixed = cands[2]
     assert mixed.step_model["weights"] == "fp8" and mixed.decode["weights"] == "nvfp4"
     assert mixed.layout["prefill_precision"] == "fp8" and mixed.layout["decode_precision"] == "nvfp4"
-    # without decode_precisions: one pair per format, as before
+    # without decode_weights: one pair per format, as before
     same = enumerate_candidates("llama-3.1-8b", ["b200"], ["fp8", "nvfp4"], [1], disaggregated=True,
                                 aggregated=False)
     assert [(c.step_model["weights"], c.decode["weights"]) for c in same] == [("fp8", "fp8"), ("nvfp4", "nvfp4")]
@@ -54,8 +54,8 @@ def test_a_model_too_large_for_one_node_is_planned_with_pipeline_stages():
 
 def test_mixed_precision_pd_pools_run_their_own_formats():
     slo = SLO(ttft="2 s", tpot="50 ms", target=0.95)
-    r = plan("llama-3.1-8b", Workload.fixed(512, 64, rate=4.0), slo, hardware=["b200"], precisions=["fp8"],
-             decode_precisions=["fp8", "nvfp4"], tp=[1], disaggregated=True, aggregated=False, requests=100,
+    r = plan("llama-3.1-8b", Workload.fixed(512, 64, rate=4.0), slo, hardware=["b200"], weights=["fp8"],
+             decode_weights=["fp8", "nvfp4"], tp=[1], disaggregated=True, aggregated=False, requests=100,
              prune=False)
     rows = {r_["decode_precision"]: r_ for r_ in r.ranked}
     assert set(rows) == {"fp8", "nvfp4"} and all(x["prefill_precision"] == "fp8" for x in rows.values())
@@ -69,20 +69,20 @@ def test_mixed_precision_pd_pools_run_their_own_formats():
     assert r.launch("vllm", rank=rank["fp8"]).text()
     with pytest.raises(ConfigError, match="prefill fp8, decode nvfp4"):
         r.launch("vllm", rank=rank["nvfp4"])
-    with pytest.raises(ConfigError, match="decode_precisions.*disaggregated=True"):
-        plan("llama-3.1-8b", Workload.fixed(512, 64, rate=4.0), slo, hardware=["b200"], decode_precisions=["nvfp4"])
+    with pytest.raises(ConfigError, match="decode_weights.*disaggregated=True"):
+        plan("llama-3.1-8b", Workload.fixed(512, 64, rate=4.0), slo, hardware=["b200"], decode_weights=["nvfp4"])
 
 
-def test_plan_cli_pp_and_decode_precision(capsys):
+def test_plan_cli_pp_and_decode_weights(capsys):
     from perfmodel.cli import main
 
     args = ["plan", "--model", "llama-3.1-8b", "--rate", "4", "--isl", "512", "--osl", "64", "--slo-ttft", "2s",
-            "--slo-tpot", "50ms", "--hardware", "b200", "--tp", "1", "--pp", "1,2", "--precision", "fp8",
-            "--decode-precision", "nvfp4", "--disaggregated", "--requests", "100"]
+            "--slo-tpot", "50ms", "--hardware", "b200", "--tp", "1", "--pp", "1,2", "--weights", "fp8",
+            "--decode-weights", "nvfp4", "--disaggregated", "--requests", "100"]
     assert main([*args, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     space = out["inputs"]["search_space"]
-    assert space["pp"] == [1, 2] and space["decode_precisions"] == ["nvfp4"]
+    assert space["pp"] == [1, 2] and space["decode_weights"] == ["nvfp4"]
     # 2 aggregated layouts (tp1, tp1-pp2) + 2 x 2 P/D pairs with an NVFP4 decode pool
     assert out["counts"]["enumerated"] == 2 + 4
     assert main(args) == 0

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 #: (concept, flag, keyword) of each row.
 TERMS = (("weight format", "--weights", "weights"), ("KV-cache format", "--kv-cache", "kv_cache"),
-         ("activation format", "--activations", "activations"))
+         ("activation format", "--activations", "activations"),
+         ("weight format of a P/D decode pool", "--decode-weights", "decode_weights"))
 #: Packages whose public names make up the Python API.
 API_PACKAGES = ("perfmodel", "perfmodel.planning", "perfmodel.serving", "perfmodel.deployment",
                 "perfmodel.dataflow", "perfmodel.validation")
@@ -71,7 +72,7 @@ def vocabulary_md() -> str:
     old_flags: dict[tuple[str, str], list[str]] = {}
     for n, p in parsers:
         for a in p._actions:
-            if a.help == argparse.SUPPRESS and a.dest in ("weights", "kv_cache", "activations"):
+            if a.help == argparse.SUPPRESS and a.dest in {keyword for _, _, keyword in TERMS}:
                 for flag in a.option_strings:
                     old_flags.setdefault((flag, a.dest), []).append(n)
     old_args = sorted({(p.name, n) for n, sig in signatures for p in sig.parameters.values()
