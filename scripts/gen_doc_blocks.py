@@ -47,7 +47,7 @@ COMMANDS = {
                   "--price", "h100-sxm=2.5/h,h200-sxm=3.5/h,b200=5/h", "--objective", "cost"],
     "plan-moe-pd": [*PLAN, "--model", "deepseek-v3", "--rate", "8", "--isl", "8192", "--osl", "1024", "--slo-ttft",
                     "3s", "--slo-tpot", "40ms", "--target", "0.95", "--hardware", "gb200-nvl72,hgx-b200,hgx-h200",
-                    "--precision", "fp8", "--tp", "1,8", "--dp-attention", "1,8", "--disaggregated"],
+                    "--weights", "fp8", "--tp", "1,8", "--dp-attention", "1,8", "--disaggregated"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
 }
