@@ -7,7 +7,10 @@ simulated figures (Llama-3.1-70B: TTFT p95 0.533 -> 0.563 s; DeepSeek-V3's B200 
 7.943 req/s) and the Llama-3.1-70B search's counts (3 candidates simulated instead of 2), not the
 ranked plans; and again at e1f8c47, after the engine terms were refitted to those pools, which moved
 only simulated figures (DeepSeek-V3's P/D row: TTFT p95 2.558 -> 2.647 s, attainment 1.0 -> 0.996;
-Llama-3.1-70B: TTFT p95 0.563 -> 0.550 s), not the ranked plans or the counts. A change that only makes
+Llama-3.1-70B: TTFT p95 0.563 -> 0.550 s), not the ranked plans or the counts; and again when the KV
+cache came to follow the weights (issue 21: the DeepSeek-V3 ``weights=["fp8"]`` example's KV cache is
+fp8, was bf16; its P/D row: TTFT p95 2.647 -> 2.473 s, TPOT p95 25.5 -> 23.8 ms, attainment 0.996 ->
+1.0), not the ranked plans or the counts. A change that only makes
 ``plan`` faster must leave the ranked plans (deployment, devices, replicas, P/D worker counts), the
 counts of candidates and every simulated figure where they were; an intended modelling change
 re-records the file in its own commit that says which figures moved and why.
