@@ -62,7 +62,7 @@ def test_objects_are_keyed_by_identity_and_the_cache_is_bounded():
 def test_a_hardware_file_edited_between_calls_is_read_again(tmp_path):
     """By path and by the id the file registered: the edited bandwidth is used, not a cached step model
     (or its cached decode-attention constants) of the old file."""
-    text = resources.files("perfmodel").joinpath("hardware_specs/accelerators/h100-sxm.yaml").read_text()
+    text = resources.files("perfmodel.hardware_specs").joinpath("accelerators/h100-sxm.yaml").read_text()
     text = text.replace("id: h100-sxm", "id: step-cache-test-gpu").replace(
         "aliases: [h100, h100-sxm5, h100_sxm, h100-80gb]", "aliases: []")
     path = tmp_path / "gpu.yaml"
