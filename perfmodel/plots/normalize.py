@@ -9,8 +9,8 @@ gives
 ``normalize``  value                                            needs the column
 =============  ===============================================  =====================================
 ``"device"``   :math:`R / n_{dev}` (every chip, of any kind)    ``devices``
-``"gpu"``      :math:`R / n_{gpu}` (HBM accelerators only)      ``gpus``, or ``devices`` when every
-                                                                row's ``hardware`` is one HBM device
+``"gpu"``      :math:`R / n_{gpu}` (HBM or GDDR accelerators)   ``gpus``, or ``devices`` when every
+                                                                row's ``hardware`` is one such device
 ``"mw"``       :math:`R / (P / 10^6)` with P in W               ``power_w``
 ``"dollar"``   :math:`3600\\,R / c` with c in USD/h: units per   ``usd_per_hour``
                dollar spent
@@ -24,8 +24,6 @@ unless the frame says how many of the devices are GPUs.
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -126,25 +124,32 @@ def _gpus(df: pd.DataFrame, rate: pd.Series) -> pd.Series:
         raise ConfigError("normalize='gpu' needs a 'gpus' column, or 'hardware' and 'devices' columns to "
                           "count GPUs from")
     kinds = {hw: _memory_kind(str(hw)) for hw in df["hardware"].unique()}
-    other = sorted(hw for hw, kind in kinds.items() if kind != "hbm")
+    other = {hw: kind for hw, kind in sorted(kinds.items()) if kind not in GPU_MEMORIES}
     if other:
-        raise ConfigError(f"normalize='gpu': hardware {other} is not (only) HBM GPUs, so 'devices' does not "
-                          "count GPUs; add a 'gpus' column with the GPU count of each row, or use "
-                          "normalize='device' (every chip) or 'mw'")
+        what = ", ".join(f"{hw} ({kind})" for hw, kind in other.items())
+        raise ConfigError(f"normalize='gpu': hardware {what} is not a device with {' or '.join(GPU_MEMORIES)} "
+                          "main memory, so 'devices' does not count GPUs; add a 'gpus' column with the GPU "
+                          "count of each row, or use normalize='device' (every chip) or 'mw'")
     return devices
 
 
-@lru_cache(maxsize=64)
+#: Main-memory kinds of the devices ``normalize="gpu"`` counts as GPUs from the ``devices`` column.
+GPU_MEMORIES = ("hbm", "gddr")
+
+
 def _memory_kind(hardware: str) -> str:
-    """Main memory kind (``"hbm"``, ``"sram"``...) of a hardware id; ``"mixed"`` for ``"a+b"`` rows."""
+    """Main memory kind (``"hbm"``, ``"gddr"``, ``"sram"``...) of a hardware id or file; ``"mixed"`` for
+    ``"a+b"`` rows, ``"not in the catalogue"`` for a name that cannot be loaded. Not cached here: the
+    registry re-reads an edited hardware file."""
     if "+" in hardware:
         return "mixed"
+    from ..errors import PerfmodelError
     from ..hardware import load_accelerator
 
     try:
         return str(load_accelerator(hardware).main_memory)
-    except Exception:  # a name the catalogue does not know: cannot be counted as a GPU
-        return "unknown"
+    except (PerfmodelError, OSError):
+        return "not in the catalogue"
 
 
 def _users(df: pd.DataFrame, rate: pd.Series) -> pd.Series:
