@@ -128,6 +128,8 @@ class EngineMemory:
         Tokens the replica's pool holds (whole blocks, all attention-DP ranks).
     source : str
         Where M comes from.
+    ranks : int
+        Attention-DP ranks D of the replica, each with its own pool of ``kv_tokens / D`` tokens.
     """
 
     rule: str
@@ -141,11 +143,16 @@ class EngineMemory:
     block_size: int
     kv_tokens: float
     source: str
+    ranks: int = 1
 
     def max_sequences(self, tokens_per_sequence: float) -> int:
-        """Sequences of ``tokens_per_sequence`` tokens the pool holds at once (whole blocks each)."""
-        b = self.block_size
-        return int(self.kv_tokens // b // math.ceil(tokens_per_sequence / b)) if tokens_per_sequence > 0 else 0
+        r"""Sequences of ``tokens_per_sequence`` tokens L the pool holds at once: whole blocks each, and a
+        sequence's blocks on one attention-DP rank,
+        :math:`D\,\lfloor (N / (D\,b)) / \lceil L / b \rceil \rfloor` (N = ``kv_tokens``)."""
+        if tokens_per_sequence <= 0:
+            return 0
+        b, d = self.block_size, self.ranks
+        return int(d * (self.kv_tokens // (d * b) // math.ceil(tokens_per_sequence / b)))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,7 +204,7 @@ def engine_memory(step_model: Any, profile: Any, spec_decode: bool = False) -> E
     b = int(profile.kv_block_size)
     tokens = math.floor(pool / (per_token * b)) * b * par.dp_attention if per_token > 0 else np.inf
     label = f"{profile.backend or profile.name} {name}={frac:g}" + (" (SGLang's default rule)" if value == "auto" else "")
-    return EngineMemory(label, m, frac, w, act, runtime, pool, per_token, b, float(tokens), source)
+    return EngineMemory(label, m, frac, w, act, runtime, pool, per_token, b, float(tokens), source, par.dp_attention)
 
 
 def pool_tokens_with_draft(mem: EngineMemory, spec: Any, draft_model: Any, dp_attention: int) -> float:
