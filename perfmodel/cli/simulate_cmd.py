@@ -260,6 +260,13 @@ def run_simulate(args) -> int:
     workloads = [_workload(_at_load(args, flag, v)) for flag, v in loads]  # every load checked before a run
     model, replicas = _model(args)
     mem = eng.memory(model) if not isinstance(model, dict) else None
+    if mem is not None:   # an empty pool rejects every request: say why rather than "lower the load"
+        from ..engine.kv_memory import short_pool_reason
+
+        pool = float(eng.step(model).kv_capacity_tokens) * eng.profile.kv_capacity_fraction
+        short = short_pool_reason(mem, pool, 1.0)
+        if short:
+            raise ConfigError(f"cannot simulate this deployment: {short}")
     outs, results = [], []
     for w in workloads:
         res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router), seed=args.seed,

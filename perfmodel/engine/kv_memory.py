@@ -236,3 +236,22 @@ def engine_kv_tokens(step_model: Any, profile: Any) -> float:
     first-principles one."""
     mem = engine_memory(step_model, profile)
     return float(step_model.kv_capacity_tokens) if mem is None else mem.kv_tokens
+
+
+def short_pool_reason(mem: EngineMemory | None, pool_tokens: float, sequence_tokens: float) -> str | None:
+    """Why one request of ``sequence_tokens`` tokens does not fit the engine's KV pool, or None.
+
+    ``pool_tokens``: the replica's pool as the serving paths use it (``kv_capacity_tokens`` of the
+    engine's step model, a draft's share taken out, times ``kv_capacity_fraction``); a sequence must fit
+    one attention-DP rank's share of it. None also when the engine sets no memory fraction (``mem`` None:
+    the step model's own reserve, checked where it is built).
+    """
+    if mem is None or pool_tokens / mem.ranks >= sequence_tokens:
+        return None
+    ranks = f" ({pool_tokens / mem.ranks:,.0f} per attention-DP rank)" if mem.ranks > 1 else ""
+    held = (f"holds {pool_tokens:,.0f} tokens per replica{ranks}, fewer than one request's {sequence_tokens:,.0f}"
+            if pool_tokens >= mem.ranks else "is empty")
+    return (f"the engine's KV pool ({mem.rule}) {held}: of {mem.device_bytes / GIB:.1f} GiB per "
+            f"device the weights take {mem.weights / GIB:.1f}, activations {mem.activations / GIB:.1f} and "
+            f"runtime buffers {mem.runtime / GIB:.1f} GiB; raise the engine's memory fraction or use more "
+            "devices per replica")

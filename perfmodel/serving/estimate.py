@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .. import checks
+from ..engine.kv_memory import short_pool_reason
 from ..errors import ConfigError
 from ..formats import DEPRECATED, format_list, renamed
 from ..precision import dtype
@@ -197,6 +198,9 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
 
     decode = replica(tp, dp_attention, ep)
     gpus = decode.devices
+    short = short_pool_reason(served.memory(decode), _pool_tokens(served, decode), isl + osl)
+    if short:
+        raise ConfigError(f"cannot estimate this deployment: {short}")
     reuse = {} if prefix is None else {"prefix": prefix}
     if prefix is not None:
         from .reuse import expected_hit_rate
@@ -205,7 +209,7 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
             raise ConfigError(f"prefix_hit_rate ({prefix_hit_rate}) is exclusive with prefix: give one")
         w = Workload.fixed(isl, osl, concurrency=1, prefix=prefix)   # closed: no rate, K/(P·S) rule
         if rate is None:
-            kv_tokens = float(served.step(decode).kv_capacity_tokens) * served.profile.kv_capacity_fraction
+            kv_tokens = _pool_tokens(served, decode)
             prefix_hit_rate = expected_hit_rate(w, kv_tokens)
     if rate is not None:
         if prefill is not None:
@@ -249,8 +253,13 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
     out["e2e_s"] = out["ttft_s"] + (osl - 1) * out["tpot_s"]
     out["output_tokens_per_s"] = out["requests_per_s"] * osl
     out["output_tokens_per_s_per_gpu"] = out["output_tokens_per_s"] / gpus
-    kv_tokens = float(served.step(decode).kv_capacity_tokens) * served.profile.kv_capacity_fraction
+    kv_tokens = _pool_tokens(served, decode)
     return out.assign(gpus=gpus, weights=weights, kv_cache=kv, kv_cache_tokens=kv_tokens,
                       mode="agg" if prefill is None else "disagg",
                       efficiency_profile=decode.efficiency.name, engine=served.label,
                       engine_calibration=calibration if served.calibrated else "none (uncalibrated engine)")
+
+
+def _pool_tokens(served: Any, step_model: Any) -> float:
+    """KV tokens of a replica as the engine's scheduler uses them (its pool times ``kv_capacity_fraction``)."""
+    return float(served.step(step_model).kv_capacity_tokens) * served.profile.kv_capacity_fraction
