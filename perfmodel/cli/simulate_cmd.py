@@ -352,7 +352,7 @@ def run_max_load(args) -> int:
                      max_simulations=args.max_simulations, warmup=args.warmup, progress=progress_of(args))
     out = {**found.as_dict(), "engine": eng.describe(),
            "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
-           "formats": _formats(model), "note": engine_note(eng)}
+           "formats": _formats(model), "search_note": found.note, "note": engine_note(eng)}
     key = "max_arrival_rate" if mode == "rate" else "max_concurrency"
 
     def table() -> None:

@@ -205,8 +205,14 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
         n_fixed = DEFAULT_REQUESTS
 
     def one_burst(x: float) -> bool:
+        """All requests of the run start together: at a rate, within the median TTFT; closed loop, with at
+        least as many clients as requests."""
+        if n_fixed is None:
+            return False
+        if mode == "concurrency":
+            return x >= n_fixed
         ttft = cache[norm(x)].get("ttft_p50_s")
-        return mode == "rate" and n_fixed is not None and ttft is not None and n_fixed / x < ttft
+        return ttft is not None and n_fixed / x < ttft
 
     note = ""
 
@@ -220,9 +226,11 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
             lo = x
             while len(cache) < max_simulations and not done(lo, hi):
                 if one_burst(x):
-                    note = (f"all {n_fixed} requests arrive within the median TTFT at {x:g} req/s and still "
-                            "meet the target: a higher rate cannot change this run, so the sustainable rate "
-                            "is not bounded by it; raise the request count (requests/horizon) to find it")
+                    at = (f"arrive within the median TTFT at {x:g} req/s" if mode == "rate"
+                          else f"start at once with {x:g} clients")
+                    note = (f"all {n_fixed} requests {at} and still meet the target: a higher {mode} cannot "
+                            f"change this run, so the sustainable {mode} is not bounded by it; raise the request "
+                            "count (requests/horizon) to find it")
                     break
                 x = norm(x * 2)
                 if attain(x) >= goal:
