@@ -197,9 +197,11 @@ def validate_open_loop(df: pd.DataFrame, efficiency, calibrations, progress: boo
     """
     deployments, skipped = map_rows(df, arrival="open")
     deployments = deployments.rename(columns={"model_key": "model"})
-    predictions, not_simulated = predict_open_loop(deployments, engines_under(calibrations),
-                                                   StepModelCache(efficiency), progress) if len(deployments) \
-        else (deployments, skipped.iloc[:0])
+    if len(deployments):
+        predictions, not_simulated = predict_open_loop(deployments, engines_under(calibrations),
+                                                       StepModelCache(efficiency), progress)
+    else:   # every open-loop row skipped while mapping: no predictions, the error columns still there
+        predictions, not_simulated = add_errors(deployments), skipped.iloc[:0]
     skipped = pd.concat([skipped, not_simulated], ignore_index=True)
     return predictions, open_loop_summary(predictions, skipped, int(open_loop_mask(df).sum()))
 
