@@ -61,9 +61,13 @@ def vllm_arrival(data: dict) -> dict[str, Any]:
         raise PerfmodelError(f"vLLM result: request_rate={raw!r} is not a number or 'inf'") from None
     if not math.isfinite(rate):
         return _closed(data.get("max_concurrency"))
-    burst = float(data.get("burstiness") or 1.0)
-    if not burst > 0:
-        raise PerfmodelError(f"vLLM result: burstiness={burst!r} must be > 0")
+    raw_burst = data.get("burstiness")
+    try:
+        burst = 1.0 if raw_burst is None else float(raw_burst)
+    except (TypeError, ValueError):
+        burst = math.nan
+    if not (math.isfinite(burst) and burst > 0):
+        raise PerfmodelError(f"vLLM result: burstiness={raw_burst!r} must be a finite number > 0 (1 = Poisson)")
     process = "poisson" if burst == 1.0 else "gamma"
     if data.get("ramp_up_strategy"):
         process = f"ramp-up ({data['ramp_up_strategy']})"   # a changing rate: skipped when scored
