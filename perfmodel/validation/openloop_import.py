@@ -116,7 +116,11 @@ def guidellm_results(data: dict, find) -> list[dict[str, Any]]:
                "tool": f"guidellm {kind} benchmark {i}", "benchmark": i}
         requests = totals.get("successful") if isinstance(totals, dict) else None
         if kind in ("poisson", "constant"):
-            res.update(_open(float(strategy["rate"]), kind, 1.0 if kind == "poisson" else 0.0, requests,
+            rate = strategy.get("rate")
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                raise PerfmodelError(f"GuideLLM report: benchmarks[{i}] strategy {kind!r} has rate={rate!r}; "
+                                     "expected a number of requests/s")
+            res.update(_open(float(rate), kind, 1.0 if kind == "poisson" else 0.0, requests,
                              strategy.get("max_concurrency")))
         elif kind in ("concurrent", "synchronous"):
             res.update(_closed(strategy.get("streams", 1) if kind == "concurrent" else 1))

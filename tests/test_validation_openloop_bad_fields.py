@@ -1,5 +1,6 @@
-"""vLLM result files: burstiness 0, negative, infinite or not a number is refused naming the value (0 read
-as Poisson before, since `0 or 1.0` is 1.0; a string raised a bare ValueError)."""
+"""Open-loop importers: a vLLM burstiness or GuideLLM rate that is missing or not a number > 0 is refused
+naming it (vLLM burstiness 0 was read as Poisson, since `0 or 1.0` is 1.0; a string raised a bare
+ValueError; a GuideLLM rate strategy without a rate raised KeyError)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,14 @@ def test_good_burstiness_gives_the_gap_cv(value, process, cv):
     out = vllm_arrival(data)
     assert out["arrival_process"] == process and math.isclose(out["arrival_cv"], cv)
     assert out["request_rate_rps"] == 2.0 and out["requests"] == 100
+
+
+@pytest.mark.parametrize("strategy", [{"type_": "poisson"}, {"type_": "constant", "rate": "fast"}])
+def test_guidellm_rate_strategy_without_a_rate_is_named(strategy):
+    """A poisson/constant benchmark without a numeric rate raised KeyError 'rate' or a bare ValueError."""
+    from perfmodel.validation.importers import _find
+    from perfmodel.validation.openloop_import import guidellm_results
+
+    report = {"benchmarks": [{"config": {"strategy": strategy}, "metrics": {}}]}
+    with pytest.raises(PerfmodelError, match=re.escape(f"benchmarks[0] strategy {strategy['type_']!r} has rate=")):
+        guidellm_results(report, _find)
