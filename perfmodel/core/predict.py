@@ -450,7 +450,13 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     if served is not None:
         config["basis"] += "+engine-fitted" if served.calibrated else "+engine-preset"
         pool = served.memory(sm)   # the KV pool as the engine sizes it (None: no memory rule)
-        config["engine_kv_cache_tokens"] = None if pool is None else pool.kv_tokens
+        if pool is not None:   # a draft model's weights and KV take their room in it, as in Engine.step
+            from ..engine.kv_memory import pool_tokens_with_draft
+
+            config["engine_kv_cache_tokens"] = float(int(pool_tokens_with_draft(pool, spec, draft_sm,
+                                                                                par.dp_attention)))
+        else:
+            config["engine_kv_cache_tokens"] = None
         config["engine_memory_rule"] = None if pool is None else pool.rule
     out_tps = b * o / e2e
     return Prediction(
