@@ -1,6 +1,6 @@
-"""predict(engine=..., spec_decode=<draft>) reports the engine's KV pool with the draft's weights and KV
-in it, the pool the serving paths use (it reported the bare pool: 445,456 tokens for Llama-3.1-8B on one
-H100 under vLLM with EAGLE k=4, where Engine.step holds 420,448)."""
+"""predict(engine=..., spec_decode=<draft>) reports, and simulate prints, the engine's KV pool with the
+draft's weights and KV in it, the pool the serving paths use (both gave the bare pool: 445,456 tokens for
+Llama-3.1-8B on one H100 under vLLM with EAGLE k=4, where Engine.step holds 420,448)."""
 
 from __future__ import annotations
 
@@ -33,3 +33,15 @@ def test_without_a_draft_the_pool_is_the_engines():
     for spec in (None, "ngram:k=4,accept=0.5"):
         p = pm.predict("llama-3.1-8b", "h100-sxm", batch=1, isl=1024, osl=128, engine="vllm", spec_decode=spec)
         assert p.config["engine_kv_cache_tokens"] == bare
+
+
+def test_simulate_prints_the_pool_it_uses(capsys):
+    from perfmodel.cli import main
+
+    code = main(["simulate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm",
+                 "--spec-decode", SPEC, "--isl", "256", "--osl", "16", "--concurrency", "4", "--requests", "20",
+                 "--quiet"])
+    used = Engine.load("vllm", spec_decode=SPEC).step(StepModel("llama-3.1-8b", "h100-sxm")).kv_capacity_tokens
+    out = capsys.readouterr().out
+    assert code == 0 and used == 420_448
+    assert f"{used:,} tokens per replica (445,456 before the draft model's share)" in out

@@ -263,8 +263,8 @@ def run_simulate(args) -> int:
     if mem is not None:   # an empty pool rejects every request: say why rather than "lower the load"
         from ..engine.kv_memory import short_pool_reason
 
-        pool = float(eng.step(model).kv_capacity_tokens) * eng.profile.kv_capacity_fraction
-        short = short_pool_reason(mem, pool, 1.0)
+        held = float(eng.step(model).kv_capacity_tokens)   # a draft model's weights and KV taken out
+        short = short_pool_reason(mem, held * eng.profile.kv_capacity_fraction, 1.0)
         if short:
             raise ConfigError(f"cannot simulate this deployment: {short}")
     outs, results = [], []
@@ -292,7 +292,8 @@ def run_simulate(args) -> int:
               f"step_overhead={prof.step_overhead:g} s, seq_overhead={prof.seq_overhead:g} s, "
               f"request_overhead={eng.request_overhead:g} s, first_token_steps={eng.terms.first_token_steps:.2g}")
         if mem is not None:
-            print(f"KV pool ({mem.rule}): {mem.kv_tokens:,.0f} tokens per replica; per device "
+            draft = f" ({mem.kv_tokens:,.0f} before the draft model's share)" if held != mem.kv_tokens else ""
+            print(f"KV pool ({mem.rule}): {held:,.0f} tokens per replica{draft}; per device "
                   f"{mem.kv_pool / 2**30:.1f} GiB of {mem.device_bytes / 2**30:.1f} GiB (weights "
                   f"{mem.weights / 2**30:.1f}, activations {mem.activations / 2**30:.1f}, runtime "
                   f"{mem.runtime / 2**30:.1f} GiB)")
