@@ -1,6 +1,6 @@
-"""A serving file whose open-loop rows are all skipped while mapping (here an unknown system) is
-validated: the open-loop group reports 0 predicted with the reason (it raised KeyError
-'tpot_pct_error')."""
+"""Open-loop rows that cannot be simulated are skipped with the reason. A serving file whose open-loop
+rows are all skipped while mapping (here an unknown system) is validated: the open-loop group reports
+0 predicted with the reason (it raised KeyError 'tpot_pct_error')."""
 
 from __future__ import annotations
 
@@ -21,3 +21,22 @@ def test_open_rows_all_skipped_at_mapping_are_reported():
     assert group["skipped_reasons_detail"] == {"unknown system: nosuchsystem": 1}
     assert group["tpot"]["n"] == 0 and group["ttft"]["median_abs_pct_error"] is None
     assert len(run.open_loop) == 0 and len(run.predictions) == 1      # the closed row is still scored
+
+
+def test_an_open_row_without_room_in_the_engines_pool_is_skipped():
+    """As the closed-loop path does (engine_kv_tokens <= 0): it was simulated with every request rejected
+    and kept as a NaN prediction."""
+    from perfmodel.engine.engine import Engine
+    from perfmodel.validation.predict_disagg import NO_KV_REASON
+    from perfmodel.validation.predict_openloop import predict_open_loop
+    from perfmodel.validation.rows import map_rows
+    from perfmodel.validation.stepmodels import StepModelCache
+
+    df = pd.read_csv("tests/data/serving_tiny.csv").assign(arrival="open", request_rate_rps=1.0, requests=50)
+    deployments = map_rows(df, arrival="open")[0].rename(columns={"model_key": "model"})
+    tight = {"vllm": Engine.load("vllm", gpu_memory_utilization=0.2)}   # 8B bf16 on one H100: pool 0
+    predictions, skipped = predict_open_loop(deployments, tight, StepModelCache("calibrated"))
+    assert len(predictions) == 0 and skipped["reason"].tolist() == [NO_KV_REASON]
+    roomy = {"vllm": Engine.load("vllm")}
+    predictions, skipped = predict_open_loop(deployments, roomy, StepModelCache("calibrated"))
+    assert len(skipped) == 0 and predictions["predicted_ttft_s"].iloc[0] > 0

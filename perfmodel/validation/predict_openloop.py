@@ -217,6 +217,10 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             engine = engines[r["backend"]]
             if r.get("spec_decode_text", "off") != "off":
                 engine = replace(engine, spec=parse_spec_decode(r["spec_decode_text"]))
+            pools = (target.prefill, target.decode) if hasattr(target, "prefill") else (target,)
+            if min(float(engine.step(m).kv_capacity_tokens) for m in pools) <= 0:   # the engine's own pool
+                skipped.append({"row": r["row"], "id": r["id"], "reason": NO_KV_REASON})
+                continue
             p = simulate_row(target, engine, int(r["isl"]), int(r["osl"]), r["request_rate_rps"], r["arrival_cv"],
                              int(r["replicas"]), None if pd.isna(n) else int(n), timers,
                              float(r.get("prefix_hit_rate", 0) or 0))
