@@ -203,6 +203,8 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
     skipped : pandas.DataFrame
         ``row``, ``id``, ``reason`` of the rows not simulated.
     """
+    from ..serving.simulator import Disaggregated
+
     out, skipped = [], []
     timers: dict = {}
     with Bar(len(deployments), "validate (open loop)", progress, unit="row") as bar:
@@ -217,7 +219,7 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             engine = engines[r["backend"]]
             if r.get("spec_decode_text", "off") != "off":
                 engine = replace(engine, spec=parse_spec_decode(r["spec_decode_text"]))
-            pools = (target.prefill, target.decode) if hasattr(target, "prefill") else (target,)
+            pools = (target.prefill, target.decode) if isinstance(target, Disaggregated) else (target,)
             if min(float(engine.step(m).kv_capacity_tokens) for m in pools) <= 0:   # the engine's own pool
                 skipped.append({"row": r["row"], "id": r["id"], "reason": NO_KV_REASON})
                 continue
