@@ -1,6 +1,6 @@
 """An engine memory fraction that leaves no KV room for one request is refused with the reason, instead
 of an estimate with a TTFT of days (447,000 s at gpu_memory_utilization 0.2) or a simulation whose every
-request is 'rejected (queue full)' with the advice to lower the load."""
+request is 'rejected (queue full)' with the advice to lower the load, or a max-load of 0."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def _pool(u: float):
     return engine_memory(sm, prof)
 
 
-@pytest.mark.parametrize("cmd", [["estimate", "--concurrency", "4"], ["simulate", "--concurrency", "4",
-                                                                      "--requests", "20"]])
+@pytest.mark.parametrize("cmd", [["estimate", "--concurrency", "4"],
+                                 ["simulate", "--concurrency", "4", "--requests", "20"],
+                                 ["max-load", "--slo-ttft", "2s", "--requests", "20"]])
 def test_an_empty_pool_is_refused_naming_the_fraction(cmd, capsys):
     code, text = _run([*cmd, *BASE, "--gpu-memory-utilization", "0.2"], capsys)
     assert code == 2

@@ -252,6 +252,22 @@ def _at_load(args, flag: str | None, value) -> argparse.Namespace:
                                  "concurrency": value if flag == "concurrency" else None})
 
 
+def _engine_pool(eng, model, verb: str) -> tuple[Any, float | None]:
+    """How the engine splits a device's memory (None: no memory rule) and the KV tokens a replica holds
+    with a draft model's share taken out; an empty pool, which would reject every request, is refused
+    with the split rather than simulated."""
+    mem = eng.memory(model) if not isinstance(model, dict) else None
+    if mem is None:
+        return None, None
+    from ..engine.kv_memory import short_pool_reason
+
+    held = float(eng.step(model).kv_capacity_tokens)
+    short = short_pool_reason(mem, held * eng.profile.kv_capacity_fraction, 1.0)
+    if short:
+        raise ConfigError(f"cannot {verb} this deployment: {short}")
+    return mem, held
+
+
 def run_simulate(args) -> int:
     from ..serving import simulate
 
@@ -259,14 +275,7 @@ def run_simulate(args) -> int:
     loads = _loads(args)
     workloads = [_workload(_at_load(args, flag, v)) for flag, v in loads]  # every load checked before a run
     model, replicas = _model(args)
-    mem = eng.memory(model) if not isinstance(model, dict) else None
-    if mem is not None:   # an empty pool rejects every request: say why rather than "lower the load"
-        from ..engine.kv_memory import short_pool_reason
-
-        held = float(eng.step(model).kv_capacity_tokens)   # a draft model's weights and KV taken out
-        short = short_pool_reason(mem, held * eng.profile.kv_capacity_fraction, 1.0)
-        if short:
-            raise ConfigError(f"cannot simulate this deployment: {short}")
+    mem, held = _engine_pool(eng, model, "simulate")
     outs, results = [], []
     for w in workloads:
         res = simulate(model, w, engine=eng, replicas=replicas, router=_router(args.router), seed=args.seed,
@@ -347,6 +356,7 @@ def run_max_load(args) -> int:
     w = _workload(args, placeholder=guess)
     mode = args.search or ("concurrency" if w.is_closed_loop else "rate")
     model, replicas = _model(args)
+    _engine_pool(eng, model, "search the load of")
     start = args.rate if mode == "rate" else args.concurrency
     found = max_load(model, w, target=args.target, mode=mode, engine=eng, replicas=replicas,
                      router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
