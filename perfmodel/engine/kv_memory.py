@@ -79,8 +79,9 @@ def sglang_mem_fraction(device_bytes: float, tp: int, pp: int = 1, dp: int = 1,
     """SGLang's default ``mem_fraction_static`` for a device of ``device_bytes`` [B].
 
     Rule of ``sglang/srt/server_args.py`` ``ServerArgs._handle_gpu_memory_settings`` (v0.5.x), memory in
-    MiB: the capacity tier sets ``chunked_prefill_size`` c and ``cuda_graph_max_bs`` g (< 90 GiB and
-    < 160 GiB: c = 8192, g = 256 for tp < 4 else 512; above: c = 16384, g = 512), then
+    MiB: the capacity tier sets ``chunked_prefill_size`` c and ``cuda_graph_max_bs`` g (< 20 GiB: c = 2048,
+    g = 8; < 35 GiB: c = 2048, g = 24 for tp < 4 else 80; < 60 GiB: c = 4096, g = 32 or 160; < 160 GiB:
+    c = 8192, g = 256 or 512; above: c = 16384, g = 512), then
 
     .. math:: r = 512 + 1.5\\,\\max(c, 2048) + 2g + 1024\\,tp\\,pp/8 \\;[+\\, 3 g\\,dp \\;+\\, 1.5 g\\,dp
               \\text{ if } g > 300 \\text{, with attention DP}],\\quad f = (M - \\max(r, 10240)) / M
@@ -89,7 +90,11 @@ def sglang_mem_fraction(device_bytes: float, tp: int, pp: int = 1, dp: int = 1,
     tp_size: every GPU of the replica, attention-DP ranks included. Rounded to 3 decimals as SGLang does.
     """
     mem = device_bytes / MIB
-    if mem < 60 * 1024:
+    if mem < 20 * 1024:
+        c, g = 2048, 8
+    elif mem < 35 * 1024:
+        c, g = 2048, 24 if tp < 4 else 80
+    elif mem < 60 * 1024:
         c, g = 4096, 32 if tp < 4 else 160
     elif mem < 160 * 1024:
         c, g = 8192, 256 if tp < 4 else 512
