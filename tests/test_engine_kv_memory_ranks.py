@@ -13,7 +13,7 @@ from perfmodel.engine.profile import load_engine
 
 @pytest.fixture(scope="module")
 def mem():
-    sm = StepModel("deepseek-v3", "h200-sxm", tp=1, dp_attention=8, ep=8, weights="fp8")
+    sm = StepModel("deepseek-v3", "h200-sxm", tp=1, dp_attention=8, ep=8, weights="fp8", kv_cache="bf16")
     return engine_memory(sm, load_engine("sglang"))
 
 
