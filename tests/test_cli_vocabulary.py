@@ -210,3 +210,19 @@ def test_the_readme_and_docs_use_the_new_format_names():
             text = text.split("## perfmodel\n")[1]
         assert "--precision" not in text, page.name
         assert not re.search(r"\b(precisions?|weights_dtype)\s*=\s*[\[\"'(]", text), page.name
+
+
+def test_abbreviated_flags_are_refused_not_guessed(capsys):
+    """argparse would otherwise read ``--mode`` as ``--model`` (its unique prefix) and fail on the model
+    name; an abbreviation must be refused by its own name in every sub-command."""
+    from perfmodel.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["max-load", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--isl", "256", "--osl", "16",
+              "--slo-tpot", "20ms", "--mode", "concurrency"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --mode concurrency" in err and "unknown model" not in err
+    with pytest.raises(SystemExit):
+        main(["predict", "--mod", "llama-3.1-8b", "--hardware", "h100-sxm"])
+    assert "unrecognized arguments: --mod" in capsys.readouterr().err

@@ -40,7 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f".{name}", __name__).register(sub)
+    _no_abbreviations(parser)
     return parser
+
+
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """Refuse abbreviated flags in every (sub)command: argparse would read ``--mode`` as ``--model``
+    and answer "unknown model 'concurrency'" instead of naming the flag that does not exist."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _no_abbreviations(child)
 
 
 def main(argv: list[str] | None = None) -> int:
