@@ -143,3 +143,15 @@ def test_predict_with_an_engine_reports_its_pool(sm):
     assert p.config["engine_memory_rule"] == "trtllm free_gpu_memory_fraction=0.5"
     assert p.records()[0]["engine_kv_cache_tokens"] == expected.kv_tokens
     assert "engine_kv_cache_tokens" not in pm.predict("llama-3.1-8b", "h100-sxm", batch=[1]).records()[0]
+
+
+@pytest.mark.parametrize("field", ["gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"])
+def test_a_boolean_memory_fraction_is_refused(field):
+    """pydantic reads ``true`` as 1.0 for a float field; a memory fraction of ``true`` is a mistake."""
+    from perfmodel.engine.engine import Engine
+    from perfmodel.errors import PerfmodelError
+
+    with pytest.raises(PerfmodelError, match=f"{field}.*got True"):
+        Engine.load({"gpu_memory_utilization": "vllm", "mem_fraction_static": "sglang",
+                     "free_gpu_memory_fraction": "trtllm"}[field], **{field: True})
+

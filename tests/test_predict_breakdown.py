@@ -75,3 +75,13 @@ def test_deployment_text_form_uses_the_same_table():
     table = repr(d).splitlines()[3:]
     assert table[0].split()[:4] == ["batch", "isl", "osl", "ttft_s"]
     assert table[2].split()[:3] == ["1", "2048", "256"] and table[3].split()[:3] == ["64", "2048", "256"]
+
+
+def test_breakdown_point_must_be_an_index_not_a_bool():
+    import perfmodel as pm
+    from perfmodel.errors import ConfigError
+
+    p = pm.predict("llama-3.1-8b", "h100-sxm", isl=128, osl=8, batch=[1, 2])
+    with pytest.raises(ConfigError, match="point: expected an index 0 to 1.*got True"):
+        p.breakdown(point=True)
+    assert len(p.breakdown(point=1)) > 0

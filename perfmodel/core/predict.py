@@ -164,7 +164,8 @@ class Prediction:
         n = int(np.prod(shape))
         kept = _points_kept(self.stacked_parts)
         points = range(n) if point is None else [point]
-        if point is not None and not (isinstance(point, (int, np.integer)) and 0 <= point < n):
+        if point is not None and not (isinstance(point, (int, np.integer)) and not isinstance(point, bool)
+                                      and 0 <= point < n):
             raise ConfigError(f"point: expected an index 0 to {n - 1} of this prediction's {n} points, got {point!r}")
         if max(points) >= kept:
             raise ConfigError(f"point: this prediction of {n} operating points kept the per-op parts of its first "

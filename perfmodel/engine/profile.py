@@ -35,7 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..errors import unknown_name
 from ..hardware.registry import read_yaml
@@ -120,6 +120,14 @@ class EngineProfile(Strict):
     @classmethod
     def _time(cls, v: Any) -> float:
         return seconds(v, "value")
+
+    @field_validator(*MEMORY_FIELDS, mode="before")
+    @classmethod
+    def _fraction_not_bool(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, bool):  # pydantic would read true as 1.0: the whole device for the KV pool
+            auto = " or 'auto'" if info.field_name == "mem_fraction_static" else ""
+            raise ValueError(f"must be a fraction in (0, 1]{auto}, got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> EngineProfile:
