@@ -192,7 +192,7 @@ class Prediction:
         c = self.config
         head = (f"Prediction: {c['model']} on {self.devices}x {c['hardware']} ({c['parallel']}, "
                 f"{c['precision']}, efficiency={c['efficiency']}); TTFT excludes queueing")
-        from ..cli.output import UNFIT_WHY_PY, points_table
+        from ..tables import UNFIT_WHY_PY, points_table
 
         metrics = ["ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_user_tokens_per_s"]
         return head + "\n" + points_table(self.records(), ["batch", "isl", "osl", *metrics, "fits", "decode_bound"],

@@ -131,7 +131,7 @@ class DeploymentPrediction:
             fit = "fits" if bool(np.all(p.memory_fits)) else "DOES NOT FIT at some points"
             lines.append(f"  pool {p.name}: {p.devices}x {p.hardware} [{p.layout}] roles "
                          f"{'+'.join(p.roles)}; memory {fit}; power {watts}")
-        from ..cli.output import UNFIT_WHY_PY, points_table
+        from ..tables import UNFIT_WHY_PY, points_table
 
         metrics = ["ttft_s", "tpot_s", "per_user_tokens_per_s", "per_device_tokens_per_s", "comm_s_per_token",
                    "kv_transfer_s"]
