@@ -13,7 +13,8 @@ import yaml
 
 from perfmodel.calibration import fit_ops, ops_data
 from perfmodel.calibration.op_validation import DECODE_KERNEL_FAMILY, predict_table, validate_table
-from perfmodel.core.costs import OpTime, attention_decode_time, gemm_time, smooth_max
+from perfmodel.core.attention_costs import attention_decode_time
+from perfmodel.core.costs import OpTime, gemm_time, smooth_max
 from perfmodel.core.efficiency import DATASHEET, Efficiency, load_profile
 
 SAMPLES = Path(__file__).parent / "data" / "ops"

@@ -78,7 +78,8 @@ def test_attention_and_moe_time_never_fall_as_work_grows(hardware):
     """Decode attention (GQA kernel-level and fallback forms, MLA) grows with sequences and KV length,
     prefill attention with sequences and prompt length, fused MoE with tokens (routed pairs and hit
     experts growing with them), for random shapes on every shipped profile."""
-    from perfmodel.core.costs import attention_decode_time, attention_prefill_time, moe_time
+    from perfmodel.core.attention_costs import attention_decode_time, attention_prefill_time
+    from perfmodel.core.costs import moe_time
 
     acc, eff = load_accelerator(hardware), load_profile(PROFILE_OF[hardware])
     peak, bw = acc.peak_flops("bf16"), acc.memory_bandwidth

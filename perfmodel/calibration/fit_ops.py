@@ -22,7 +22,7 @@ held-out rows are only predicted. Two forms are fitted:
     whenever a profile carries them.
 ``kernel-level GQA decode`` (``op_params["attention_decode.kernel"]``)
     The decode-attention terms plus TensorRT-LLM's kernel paths, work units, split-KV and occupancy
-    (:func:`perfmodel.core.costs.attention_decode_time`). Per-op prediction and the step model use
+    (:func:`perfmodel.core.attention_costs.attention_decode_time`). Per-op prediction and the step model use
     them where a profile has them (:meth:`perfmodel.core.efficiency.Efficiency.decode_family`); the
     plain ``attention_decode`` terms stay as the fallback. Why the step model switched, with the
     serving and own-measurement errors of both forms: docs/calibration.md.

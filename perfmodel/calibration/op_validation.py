@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..core import comm
-from ..core.costs import attention_decode_time, attention_prefill_time, gemm_time, moe_time
+from ..core.attention_costs import attention_decode_time, attention_prefill_time
+from ..core.costs import gemm_time, moe_time
 from ..core.efficiency import DATASHEET, DECODE_KERNEL_FAMILY, Efficiency, load_profile, profile_for
 from ..errors import ConfigError
 from . import ops_data as od

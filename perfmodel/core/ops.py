@@ -20,7 +20,7 @@ import numpy as np
 
 from ..modelspec.schema import LayerGroup, ModelSpec
 from ..precision import Precision, dtype
-from .costs import causal_pairs
+from .attention_costs import causal_pairs
 from .frozen import frozen
 from .parallel import Parallel
 from .work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
@@ -123,7 +123,7 @@ def _zeros(x) -> np.ndarray:
 def windowed_pairs(n: np.ndarray, window: int | None) -> np.ndarray:
     """Σ_{j=1..n} min(j, W): query–key pairs of n causal tokens with a window W (None = full).
 
-    The layer-group spelling of :func:`perfmodel.core.costs.causal_pairs` (window None, not 0).
+    The layer-group spelling of :func:`perfmodel.core.attention_costs.causal_pairs` (window None, not 0).
     """
     return causal_pairs(n, window or 0)
 

@@ -21,17 +21,9 @@ from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
 from ..precision import Precision, dtype, serving_activations
 from . import comm, topology
+from .attention_costs import DecodeAttentionForm, decode_attention_form, prefill_attention_parts
 from .breakdown import PartSums, StackedRow, StepBreakdown
-from .costs import (
-    DecodeAttentionForm,
-    OpTime,
-    decode_attention_form,
-    gemm_compute_eta,
-    gemm_cost,
-    moe_time,
-    op_time,
-    prefill_attention_parts,
-)
+from .costs import OpTime, gemm_compute_eta, gemm_cost, moe_time, op_time
 from .efficiency import Efficiency, profile_for
 from .memory import (
     DEFAULT_RESERVE,

@@ -18,7 +18,7 @@ from .frozen import frozen
 
 @frozen
 class DecodeAttentionWork:
-    """Shape of one decode-attention call (:func:`perfmodel.core.costs.attention_decode_time`).
+    """Shape of one decode-attention call (:func:`perfmodel.core.attention_costs.attention_decode_time`).
 
     Attributes
     ----------
@@ -62,7 +62,7 @@ class DecodeAttentionWork:
 
 @frozen
 class PrefillAttentionWork:
-    """Shape of one causal prefill-attention call (:func:`perfmodel.core.costs.attention_prefill_time`).
+    """Shape of one causal prefill-attention call (:func:`perfmodel.core.attention_costs.attention_prefill_time`).
 
     Attributes
     ----------
