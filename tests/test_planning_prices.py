@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 
 import pytest
 import yaml
@@ -58,6 +59,50 @@ def test_default_is_the_cheapest_row_optionally_of_one_provider():
         list_prices(provider="awz")
     with pytest.raises(UnknownNameError, match="aws-p5.48xlarge"):
         list_price_by_id("aws-p5.48xl")
+
+
+#: Rows added on 2026-12-02 -> (figure as quoted in the row's note, copied by hand from the source;
+#: "instance" when it is the instance price, "device" when it is the price per device-hour).
+QUOTED = {
+    "aws-p4de.24xlarge": ("40.96575", "instance"),
+    "aws-g6e.48xlarge": ("30.13118", "instance"),
+    "aws-g6.48xlarge": ("13.3504", "instance"),
+    "aws-inf2.48xlarge": ("12.98127", "instance"),
+    "aws-trn2.48xlarge": ("85.964", "instance"),
+    "gcp-tpu-v6e-8": ("21.6", "instance"),
+    "gcp-tpu-v5litepod-64": ("76.8", "instance"),
+    "lambda-1x-gh200": ("1.49", "instance"),
+    "lambda-8x-a100-80gb-sxm4": ("14.32", "instance"),
+    "tensorwave-mi300x": ("$1.50", "device"),
+    "vultr-mi300x": ("$1.85", "device"),
+    "azure-nd-mi300x-v5": ("Azure ($6/hr)", "device"),
+    "oracle-bm-gpu-mi300x": ("Oracle ($6/hr)", "device"),
+    "tensorwave-mi325x": ("$1.95", "device"),
+}
+
+
+@pytest.mark.parametrize(("row_id", "quoted", "basis"), [(k, *v) for k, v in QUOTED.items()])
+def test_new_rows_carry_the_figure_quoted_from_their_source(row_id, quoted, basis):
+    row = list_price_by_id(row_id)
+    assert quoted in row.note
+    figure = float(re.search(r"\d+(?:\.\d+)?", quoted).group())
+    assert (row.usd_per_hour if basis == "instance" else row.usd_per_device_hour) == pytest.approx(figure, rel=1e-12)
+
+
+def test_every_row_seen_since_2026_12_02_is_checked_against_its_quote():
+    assert {r.id for r in ROWS if dt.date.fromisoformat(r.seen) >= dt.date(2026, 12, 2)} == set(QUOTED)
+
+
+def test_parts_priced_on_2026_12_02_have_a_default_per_device_hour():
+    # hand-computed: instance price over devices
+    assert default_list_price("a100-sxm", provider="AWS").usd_per_device_hour == pytest.approx(40.96575 / 8)  # 5.121
+    assert default_list_price("trn2").usd_per_device_hour == pytest.approx(85.964 / 16)  # 5.373 per chip
+    assert default_list_price("inf2").usd_per_device_hour == pytest.approx(12.98127 / 12)  # 1.082 per chip
+    assert default_list_price("tpu-v6e").usd_per_device_hour == pytest.approx(2.70)  # 21.6 / 8 per chip
+    assert default_list_price("tpu-v5e").usd_per_device_hour == pytest.approx(1.20)  # 76.8 / 64 per chip
+    assert default_list_price("mi300x").id == "tensorwave-mi300x"  # cheapest of 1.50, 1.85, 6, 6
+    assert default_list_price("l40s", provider="AWS").usd_per_device_hour == pytest.approx(30.13118 / 8)
+    assert default_list_price("gh200").accelerator == "gh200" and default_list_price("gh200-hbm3e") is None
 
 
 def _table(**row):
