@@ -48,6 +48,7 @@ COMMANDS = {
     "plan-moe-pd": [*PLAN, "--model", "deepseek-v3", "--rate", "8", "--isl", "8192", "--osl", "1024", "--slo-ttft",
                     "3s", "--slo-tpot", "40ms", "--target", "0.95", "--hardware", "gb200-nvl72,hgx-b200,hgx-h200",
                     "--weights", "fp8", "--tp", "1,8", "--dp-attention", "1,8", "--disaggregated"],
+    "list-price-table": [sys.executable, "-m", "scripts.list_price_table"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
 }

@@ -78,6 +78,7 @@ QUOTED = {
     "azure-nd-mi300x-v5": ("Azure ($6/hr)", "device"),
     "oracle-bm-gpu-mi300x": ("Oracle ($6/hr)", "device"),
     "tensorwave-mi325x": ("$1.95", "device"),
+    "packet-rtx-pro-6000": ("$0.66/hr", "device"),
 }
 
 
