@@ -79,8 +79,17 @@ def register(sub) -> None:
                         "bound could beat the best found")
     p.add_argument("--objective", choices=("devices", "power", "cost"), default="devices",
                    help="ranking key (default devices)")
-    p.add_argument("--engine", default="vllm",
-                   help="serving engine: vllm (default), sglang, trtllm (fitted terms) or <name>-preset")
+    p.add_argument("--engine", type=name_list, default=["vllm"],
+                   help="serving engines to search, comma-separated: vllm (default), sglang, trtllm (fitted "
+                        "terms), vllm-2k, <name>-preset or a profile YAML; each candidate is tried under each")
+    p.add_argument("--max-num-seqs", type=count_list(), default=None,
+                   help="sequence limits to search with every engine, e.g. 128,256,1024 (vLLM --max-num-seqs, "
+                        "SGLang --max-running-requests, TensorRT-LLM max_batch_size; default: each engine's); "
+                        "a limit the KV cache keeps from binding collapses into the smallest such one")
+    p.add_argument("--max-num-batched-tokens", type=count_list(), default=None,
+                   help="per-step token budgets to search with every engine, e.g. 2048,8192 (vLLM "
+                        "--max-num-batched-tokens, SGLang --chunked-prefill-size, TensorRT-LLM max_num_tokens; "
+                        "default: each engine's)")
     p.add_argument("--spec-decode", action="append", default=None, metavar="SPEC",
                    help="speculative decoding to search, repeatable: off, eagle:k=3, mtp:k=2, ... (default off "
                         "only); each candidate is tried under each")
@@ -95,8 +104,9 @@ def register(sub) -> None:
     p.add_argument("--requests", type=POSITIVE, default=300, help="requests per simulated load point (default 300)")
     p.add_argument("--seed", type=SEED, default=0, help="simulation seed (default 0)")
     p.add_argument("--max-replicas", type=POSITIVE, default=256, help="load limit per candidate (default 256)")
-    p.add_argument("--launch", metavar="ENGINE", help="also print the launch configuration of the best plan: "
-                                                      "vllm, sglang, trtllm or dynamo (P/D plans)")
+    p.add_argument("--launch", metavar="ENGINE", nargs="?", const="",
+                   help="also print the launch configuration of the best plan: vllm, sglang, trtllm or dynamo "
+                        "(P/D plans); without a value, for the engine the best plan ran, with its knob values")
     add_format_arg(p)
     add_quiet_arg(p)
     p.set_defaults(func=run)
@@ -117,7 +127,7 @@ def run(args) -> int:
     from ..serving import SLO, Workload
     from ..serving.workload import check_context
 
-    if args.launch is not None:
+    if args.launch:
         from ..planning.launch import LAUNCH_ENGINES
 
         if args.launch not in LAUNCH_ENGINES:  # before the search, not after it
@@ -140,7 +150,8 @@ def run(args) -> int:
                   price_provider=args.price_provider, spec_decode=args.spec_decode or (None,),
                   progress=progress_of(args), dp_attention=args.dp_attention, ep=args.ep,
                   disaggregated=args.disaggregated, prune=args.prune, pp=args.pp,
-                  decode_weights=args.decode_weights)
+                  decode_weights=args.decode_weights, max_num_seqs=args.max_num_seqs,
+                  max_num_batched_tokens=args.max_num_batched_tokens)
     status = no_feasible_point("plan", result.rejected, len(result.ranked) + len(result.rejected), "reason")
     launch, launch_error = _launch(result, args.launch)
     if launch_error:
@@ -150,7 +161,7 @@ def run(args) -> int:
     rows = [{"status": kind, **r} for kind, part in (("ranked", result.ranked), ("rejected", result.rejected),
                                                      ("pruned", result.pruned)) for r in part]
     emit(args.format, table=lambda: _plan_table(result, args, launch, launch_error), rows=rows,
-         document={**result.as_dict(), **extra, "note": engine_note(args.engine)})
+         document={**result.as_dict(), **extra, "note": _engine_notes(args.engine)})
     return status
 
 
@@ -179,18 +190,32 @@ def _plan_table(result, args, launch, launch_error: str | None) -> None:
               f"P/D {'on' if space['disaggregated'] else 'off'}"
               + (f" (decode pool {', '.join(space['decode_weights'])})"
                  if isinstance(space['decode_weights'], list) else "") + "; "
-              f"pruning {'on' if i['prune'] else 'off'}")
+              f"pruning {'on' if i['prune'] else 'off'}" + _engine_space(space))
     print(format_table(result.ranked, cols, why=PLAN_WHY))
     print(result.search_line() + (" (--no-prune simulates every feasible one; --format json lists the pruned)"
                                    if result.pruned else ""))
     if result.rejected:
         print("\nrejected:")
         print(format_table(_grouped(result.rejected), ["deployment", "rejected_for", "reason"]))
-    print(f"note: {engine_note(args.engine)}")
+    print(f"note: {_engine_notes(args.engine)}")
     if launch is not None:
         print(f"\nlaunch configuration of rank 1 ({result.ranked[0]['deployment']}):\n{launch.text()}")
     elif args.launch is not None:
-        print(f"\nno {args.launch} launch configuration: {launch_error}")
+        print(f"\nno {args.launch or 'engine'} launch configuration: {launch_error}")
+
+
+def _engine_space(space: dict) -> str:
+    """The engines and knob values searched ("" for one engine at its own values)."""
+    knobs = [f"{k} {','.join(map(str, space[k]))}" for k in ("max_num_batched_tokens", "max_num_seqs")
+             if isinstance(space.get(k), list)]
+    if len(space.get("engine", ())) < 2 and not knobs:
+        return ""
+    return f"; engines {', '.join(space['engine'])}" + "".join(f" x {k}" for k in knobs)
+
+
+def _engine_notes(engines: list[str]) -> str:
+    """:func:`engine_note` of each engine searched, joined."""
+    return "; ".join(engine_note(e) for e in engines)
 
 
 def _launch(result, engine: str | None):
@@ -202,7 +227,7 @@ def _launch(result, engine: str | None):
     if not result.ranked:
         return None, "no deployment meets the SLO"
     try:
-        return result.launch(engine), None
+        return result.launch(engine or None), None
     except PerfmodelError as exc:
         return None, str(exc)
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..progress import Bar
+from .engine_space import SequenceLimitCollapse, deployment_name, engine_columns
 from .screen import PRUNE_REASONS, objective_key, screen, screening_lengths, steady_bound
 
 
@@ -45,7 +46,7 @@ def workers(executor: Any) -> int:
 
 def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Callable[[Any], dict[str, Any]],
            run: Callable[[Callable, list], list], wave: int = 1, prune: bool = True,
-           progress: bool | None = False) -> dict[str, Any]:
+           progress: bool | None = False, collapse: bool = False) -> dict[str, Any]:
     """Screen, order and evaluate ``tasks`` (module docstring).
 
     Parameters
@@ -66,6 +67,10 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
     progress : bool | None
         One bar over the tasks, each counted when screened out, simulated or pruned
         (:mod:`perfmodel.progress`).
+    collapse : bool
+        With ``prune``: collapse sequence limits the KV cache keeps from binding
+        (:class:`perfmodel.planning.engine_space.SequenceLimitCollapse`), counted in ``pruned_by["knob"]``
+        (a key present only with ``collapse``).
 
     Returns
     -------
@@ -73,7 +78,8 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
         ``ranked``, ``rejected``, ``pruned`` (lists of rows) and ``counts``.
     """
     rejected, pruned, feasible = [], [], []
-    by = dict.fromkeys(PRUNE_REASONS, 0)
+    by = dict.fromkeys(PRUNE_REASONS + (("knob",) if collapse else ()), 0)
+    knobs = SequenceLimitCollapse() if collapse and prune else None
     invalid = 0
     bar = Bar(len(tasks), "plan", progress, unit="candidate")
     memo: dict = {}   # each distinct step model built once, shared by the candidates that use it
@@ -82,7 +88,8 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
         isl, osl = screening_lengths(w)
         s = screen(c, task["engine"], isl, osl, task["slo"], task["rate"], task["max_replicas"], memo)
         spec = task["engine"].spec.label() if task["engine"].spec is not None else "off"
-        head = {"deployment": c.name, "hardware": c.hardware, **c.layout, "spec_decode": spec}
+        head = {"deployment": deployment_name(task), "hardware": c.hardware, **c.layout, "spec_decode": spec,
+                **engine_columns(task["engine"])}
         if s["outcome"] == "invalid":
             invalid += 1
             rejected.append({**head, "rejected_for": s["rejected_for"], "reason": s["reason"], "stage": "analytic"})
@@ -92,6 +99,12 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
         else:
             full = {**task, **{k: v for k, v in s.items() if k != "outcome"}, "keys": keys,
                     "refined": c.disaggregated}
+            same = knobs.into(full, isl, osl) if knobs is not None else None
+            if same is not None:
+                by["knob"] += 1
+                pruned.append({**head, "pruned_by": "knob", "same_as": same[0], "reason": same[1]})
+                bar.update()
+                continue
             bound = objective_key(c, s["min_devices"], task["tco"], keys)
             feasible.append((bound, (bound, index), full))
             continue
@@ -113,7 +126,7 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
             batch.append({**task, "bound": best if prune else None, "tie": tie})
         if not batch:
             break
-        bar.note(f"simulating {batch[0]['candidate'].name}" + (f" +{len(batch) - 1}" if len(batch) > 1 else ""))
+        bar.note(f"simulating {deployment_name(batch[0])}" + (f" +{len(batch) - 1}" if len(batch) > 1 else ""))
         for task, out in zip(batch, run(evaluate, batch), strict=True):
             bar.update()
             out.pop("accepted", None)
@@ -136,7 +149,8 @@ def search(tasks: Sequence[dict[str, Any]], keys: tuple[str, ...], evaluate: Cal
     for _, _, task in feasible:
         by["frontier"] += 1
         c = task["candidate"]
-        pruned.append({"deployment": c.name, "hardware": c.hardware, **c.layout, "pruned_by": "frontier",
+        pruned.append({"deployment": deployment_name(task), "hardware": c.hardware, **c.layout,
+                       **engine_columns(task["engine"]), "pruned_by": "frontier",
                        "min_devices": task["min_devices"],
                        "reason": f"at least {task['min_devices']} devices ("
                                  f"{'steady-state' if task.get('x_max') else 'capacity'} bound); ranks below the "

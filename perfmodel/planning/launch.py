@@ -113,7 +113,8 @@ class LaunchSpec:
         """From a :func:`~perfmodel.planning.plan` row (and the plan's ``inputs``).
 
         Reads ``tp``, ``pp``, ``ep``, ``dp_attention`` (or ``attention_dp``), ``precision`` (or
-        ``weights``), ``kv_cache``, ``spec_decode`` and ``replicas``; a P/D row gives
+        ``weights``), ``kv_cache``, ``spec_decode``, ``replicas``, ``engine`` (the profile it simulated)
+        and its scheduler limits ``max_num_seqs`` and ``max_num_batched_tokens`` (else the profile's); a P/D row gives
         ``prefill_<field>`` and ``decode_<field>`` for the layout fields, ``<role>_workers`` (or
         ``<role>_num_workers``) for the replicas, and ``_size`` suffixes (``prefill_tp_size``) are read too;
         a ``<role>_layout`` label (``"tp1-adp8-ep8"``, :func:`parse_layout_label`) takes precedence, and
@@ -138,7 +139,9 @@ class LaunchSpec:
         else:
             pools = (_pool(row, "aggregated", ""),)
         _check_devices(row, pools)
-        return _finish(str(model), weights, kv, pools, prof_name, row.get("spec_decode"))
+        limits = {k: int(row[k]) for k in ("max_num_seqs", "max_num_batched_tokens")
+                  if row.get(k) is not None and row[k] == row[k]}
+        return _finish(str(model), weights, kv, pools, prof_name, row.get("spec_decode"), limits)
 
     @classmethod
     def from_deployment(cls, deployment: Any, engine: str = "vllm", spec_decode: Any = None) -> LaunchSpec:
@@ -246,7 +249,9 @@ def _local_model_dir(spec: Any) -> str | None:
 
 
 def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], profile: str,
-            spec_decode: Any) -> LaunchSpec:
+            spec_decode: Any, limits: Mapping[str, int] | None = None) -> LaunchSpec:
+    """The spec, with the scheduler limits of ``profile`` where ``limits`` (a plan row's
+    ``max_num_seqs`` / ``max_num_batched_tokens``, the values it simulated) does not give them."""
     from ..engine.engine import Engine
     from ..engine.speculative import as_spec_decode, parse_spec_decode
     from ..modelspec import load_model
@@ -254,7 +259,7 @@ def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], pr
 
     spec = load_model(model)
     try:
-        prof = Engine.load(profile).profile
+        prof = Engine.load(profile, **(limits or {})).profile
     except PerfmodelError as exc:
         raise ConfigError(f"launch: the plan's engine profile {profile!r} cannot be loaded by name ({exc}); "
                           "pass engine= (a shipped profile name or a profile YAML path)") from exc
@@ -268,6 +273,24 @@ def _finish(model: str, weights: str, kv: str, pools: tuple[PoolLayout, ...], pr
                       weights=dtype(weights).name, kv_cache=dtype(kv).name, pools=pools, engine=prof.name,
                       max_num_seqs=int(prof.max_num_seqs), max_num_batched_tokens=int(prof.max_num_batched_tokens),
                       chunked_prefill=bool(prof.chunked_prefill), spec_decode=sd)
+
+
+def launch_engine(profile: str) -> str:
+    """The launch engine (``vllm``, ``sglang``, ``trtllm``) of an engine profile a plan simulated: its
+    ``backend`` (``vllm-2k`` and ``sglang-preset`` serve with vLLM and SGLang).
+
+    Raises
+    ------
+    ConfigError
+        A profile without a backend (give the launch engine by name).
+    """
+    from ..engine.engine import Engine
+
+    prof = Engine.load(_profile_name(profile)).profile
+    if prof.backend is None:
+        raise ConfigError(f"launch: engine profile {prof.name!r} names no backend; give the launch engine "
+                          f"({', '.join(LAUNCH_ENGINES)})")
+    return prof.backend
 
 
 def launch_config(spec: LaunchSpec | Mapping[str, Any], engine: str, inputs: Mapping[str, Any] | None = None,

@@ -1,8 +1,9 @@
 """Capacity plans: the cheapest deployments that meet a joint SLO at a target load.
 
 The search space (:mod:`perfmodel.planning.space`) is model × hardware × layout (tp, pp; for MoE models
-attention DP and EP) × precision × speculative decoding, aggregated and, on request, P/D-disaggregated
-(with a weight format per pool on request). Every candidate is first **screened analytically**
+attention DP and EP) × precision, aggregated and, on request, P/D-disaggregated (with a weight format
+per pool on request), each under every engine variant (:mod:`perfmodel.planning.engine_space`:
+engine × token budget × speculative decoding × sequence limit). Every candidate is first **screened analytically**
 (:mod:`perfmodel.planning.screen`): the layout must be valid, the weights and one request's KV cache
 must fit, an idle replica's TTFT/TPOT/E2E floors must be within the SLO (the per-user speed ceiling),
 and the capacity bound (:mod:`perfmodel.planning.bounds`) gives the fewest replicas that could carry the
@@ -48,6 +49,7 @@ from ..errors import ConfigError, PerfmodelError
 from ..formats import DEPRECATED, checkpoint_format, format_list, renamed
 from ..hardware import load_hardware
 from .cost import TotalCost, power_basis, usd
+from .engine_space import deployment_name, engine_columns, engine_variants, knob_values, variant_label
 from .plan_row import plan_row, step_tables
 from .screen import objective_key
 from .space import Candidate, enumerate_candidates
@@ -80,7 +82,8 @@ class PlanResult:
         best plan found (``pruned_by`` = ``frontier``, with ``min_devices``).
     counts : dict
         ``enumerated`` = ``invalid_layout`` + ``pruned_analytically`` + ``simulated``; ``pruned_by``
-        per reason (memory, speed_ceiling, capacity, frontier); ``simulated`` = ``accepted`` +
+        per reason (memory, speed_ceiling, capacity, frontier, and knob when several ``max_num_seqs`` are
+        searched: collapsed into a smaller one); ``simulated`` = ``accepted`` +
         ``failed`` + ``abandoned`` (left at the frontier after a simulation).
     """
 
@@ -112,22 +115,30 @@ class PlanResult:
         by = n["pruned_by"]
         return (f"search: {n['enumerated']} candidates; {n['invalid_layout']} invalid layouts; "
                 f"{n['pruned_analytically']} pruned analytically (memory {by['memory']}, speed ceiling "
-                f"{by['speed_ceiling']}, capacity {by['capacity']}, cannot beat the best {by['frontier']}); "
+                f"{by['speed_ceiling']}, capacity {by['capacity']}, cannot beat the best {by['frontier']}"
+                + (f", max_num_seqs that cannot bind {by['knob']}" if "knob" in by else "") + "); "
                 f"{n['simulated']} simulated ({n['accepted']} meet the SLO, {n['failed']} fail, "
                 f"{n['abandoned']} left at the frontier)")
 
-    def launch(self, engine: str, rank: int = 1, **kw: Any):
+    def launch(self, engine: str | None = None, rank: int = 1, **kw: Any):
         """Launch configuration (``vllm``, ``sglang``, ``trtllm`` or ``dynamo``) of the deployment ranked
-        ``rank`` (1 = best): :func:`perfmodel.planning.launch.launch_config` of that row."""
-        from .launch import launch_config
+        ``rank`` (1 = best): :func:`perfmodel.planning.launch.launch_config` of that row, with the
+        engine knob values it simulated. ``engine`` None: the engine that row ran
+        (:func:`perfmodel.planning.launch.launch_engine`)."""
+        from .launch import launch_config, launch_engine
 
         if not 1 <= int(rank) <= len(self.ranked):
             raise ConfigError(f"launch: rank {rank} is not in 1..{len(self.ranked)} (ranked deployments)")
-        return launch_config(self.ranked[int(rank) - 1], engine, self.inputs, **kw)
+        row = self.ranked[int(rank) - 1]
+        if engine is None:
+            engine = launch_engine(row.get("engine") or self.inputs["engine"])
+        return launch_config(row, engine, self.inputs, **kw)
 
 
-def _reject(c: Candidate, kind: str, reason: str) -> dict[str, Any]:
-    return {"deployment": c.name, "hardware": c.hardware, **c.layout, "rejected_for": kind, "reason": reason}
+def _reject(task: Mapping[str, Any], kind: str, reason: str) -> dict[str, Any]:
+    c = task["candidate"]
+    return {"deployment": deployment_name(task), "hardware": c.hardware, **c.layout,
+            **engine_columns(task["engine"]), "rejected_for": kind, "reason": reason}
 
 
 def evaluate_candidate(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,23 +190,23 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
                       timer_cache=timers, decided=(lambda lo, hi: replicas_at(lo) == replicas_at(
                           x_max if hi is None else hi)) if x_max > 0 else None)
     if floor is not None and any(p["load"] <= floor and p["slo_attainment"] < goal for p in search.curve):
-        return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(c, "frontier", (
+        return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(task, "frontier", (
             f"misses the SLO at {floor:.3g} req/s per replica, so it needs more than {allowed} replicas; ranks "
             f"below the best plan found")), "pruned_by": "frontier", "min_devices": int((allowed + 1) * sm.devices)}
     cap = min(float(search.max_load), x_max)
     failed = {"accepted": False, "outcome": "failed", "simulated": True, "stage": "simulated"}
     if cap <= 0:
-        return {**failed, **_reject(c, "SLO", f"attainment below {goal:g} even at the lowest "
+        return {**failed, **_reject(task, "SLO", f"attainment below {goal:g} even at the lowest "
                                               f"load tried ({search.simulations} simulations)")}
     replicas = max(1, math.ceil(rate / cap - 1e-9), int(task["min_replicas"]))
     if replicas > task["max_replicas"]:
-        return {**failed, **_reject(c, "load", f"needs {replicas} replicas "
+        return {**failed, **_reject(task, "load", f"needs {replicas} replicas "
                                                f"(> max_replicas {task['max_replicas']}) at "
                                                f"{cap:.3g} req/s per replica")}
     summary: dict[str, Any] = {}
     for _ in range(task["extra_replicas"] + 1):
         if beyond_bound(replicas):
-            return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(c, "frontier", (
+            return {"accepted": False, "outcome": "pruned", "simulated": True, **_reject(task, "frontier", (
                 f"{replicas} replicas needed or more ({cap:.3g} req/s per replica); ranks below the best plan "
                 f"found")), "pruned_by": "frontier", "min_devices": int(replicas * sm.devices)}
         res = simulate(sm, w.with_load(rate=rate), engine=eng, replicas=replicas, seed=task["seed"],
@@ -206,7 +217,7 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
             break
         replicas += 1
     if summary["slo_attainment"] < goal:
-        return {**failed, **_reject(c, "SLO", f"attainment {summary['slo_attainment']:.3f} < {goal:g} "
+        return {**failed, **_reject(task, "SLO", f"attainment {summary['slo_attainment']:.3f} < {goal:g} "
                                               f"at {rate:g} req/s with {replicas} replicas")}
     return {"accepted": True, "outcome": "accepted", "simulated": True,
             **plan_row(task, summary, f"{c.name} x{replicas}", int(replicas * sm.devices), {
@@ -254,7 +265,8 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
          price_provider: str | None = None, spec_decode: Sequence[Any] = (None,),
          dp_attention: Sequence[int] = (1,), ep: Sequence[int] | None = None, disaggregated: bool = False,
          aggregated: bool = True, prune: bool = True, pp: Sequence[int] = (1,),
-         decode_weights: Any = None, precisions: Any = DEPRECATED) -> PlanResult:
+         decode_weights: Any = None, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
+         precisions: Any = DEPRECATED) -> PlanResult:
     """Cheapest deployments meeting a joint SLO at a target load, ranked, with rejections explained.
 
     Parameters
@@ -293,7 +305,18 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         and ``inputs["list_prices"]`` name the row used; hardware without a row gets no cost.
     price_provider : str, optional
         Restrict list prices to one provider (``"AWS"``, ``"Lambda"``...).
-    requests, seed, engine
+    engine : str, Engine or sequence
+        Serving engines to search (:mod:`perfmodel.planning.engine_space`): ``"vllm"`` (default),
+        ``"vllm,sglang,trtllm"`` or a list (names, ``-preset`` forms, profile YAML paths); each candidate
+        is tried under each, and rows say which (``engine``).
+    max_num_seqs, max_num_batched_tokens : int or sequence of int, optional
+        Sequence limits and per-step token budgets to search with every engine (engine-profile field
+        names; vLLM ``--max-num-seqs`` / ``--max-num-batched-tokens``, SGLang ``--max-running-requests``
+        / ``--chunked-prefill-size``, TensorRT-LLM ``max_batch_size`` / ``max_num_tokens``). None
+        (default): each engine's own value. Rows carry the values run; with pruning on, a sequence
+        limit the KV cache keeps from binding collapses into the smallest such one
+        (``pruned_by["knob"]``, counted when ``max_num_seqs`` lists several values).
+    requests, seed
         Simulation settings (per search point; the check at R replicas simulates
         ``max(requests, 100 R)`` requests).
     max_replicas, extra_replicas : int
@@ -361,6 +384,12 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     lam = float(rate if rate is not None else (w.arrival.rate or 0.0))
     if lam <= 0:
         raise ConfigError("plan: give rate= [req/s] (or an open-loop workload with a rate)")
+    engines = engine_variants(engine, spec_decode, max_num_seqs, max_num_batched_tokens)
+    names = list(dict.fromkeys(e.name for e in engines))
+    seqs = knob_values(max_num_seqs, "max_num_seqs")
+    budgets = knob_values(max_num_batched_tokens, "max_num_batched_tokens")
+    searched = {"engine": len(names) > 1, "max_num_seqs": seqs is not None and len(seqs) > 1,
+                "max_num_batched_tokens": budgets is not None and len(budgets) > 1}
     use_list = objective == "cost" if list_prices is None else bool(list_prices)
     if price_provider is not None:
         from .prices import check_provider
@@ -374,7 +403,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     space = {"weights": formats, "kv_cache": kv_cache, "tp": tp, "dp_attention": dp_attention,
              "ep": ep if ep else "tp x dp_attention (wide EP)", "pp": pp, "aggregated": bool(aggregated),
              "disaggregated": bool(disaggregated),
-             "decode_weights": decode if decode is not None else "same as prefill"}
+             "decode_weights": decode if decode is not None else "same as prefill", "engine": names,
+             "max_num_seqs": seqs if seqs is not None else "engine default",
+             "max_num_batched_tokens": budgets if budgets is not None else "engine default"}
     for c in _resolve_candidates(model, candidates, hardware, space):
         pb = c.power
         if pb is None and c.hardware is not None:
@@ -385,20 +416,20 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
             except PerfmodelError:
                 pb = None
         cands.append(_priced(replace(c, power=pb), price, tco, use_list, price_provider, list_rows))
-    from ..engine.engine import Engine
-
-    engines = [Engine.load(engine, spec_decode=opt) for opt in (spec_decode or (None,))]
     timers = {} if executor is None else None   # step tables shared by every simulation in this process
     tasks = [{"candidate": c, "workload": w, "slo": s, "rate": lam, "target": s.target, "engine": e,
-              "seed": seed, "requests": requests, "max_replicas": max_replicas,
-              "extra_replicas": extra_replicas, "tco": tco, "timer_cache": timers} for c in cands for e in engines]
+              "variant": variant_label(e, searched), "seed": seed, "requests": requests,
+              "max_replicas": max_replicas, "extra_replicas": extra_replicas, "tco": tco, "timer_cache": timers}
+             for c in cands for e in engines]
     found = search(tasks, OBJECTIVES[objective], evaluate_candidate,
                    lambda fn, batch: map_tasks(fn, batch, executor, False, "candidates"),
-                   wave=workers(executor), prune=bool(prune), progress=progress)
+                   wave=workers(executor), prune=bool(prune), progress=progress,
+                   collapse=bool(searched["max_num_seqs"]))
     inputs = {"model": model, "rate_rps": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
               "slo": s.limits(), "target": s.target, "objective": objective,
-              "engine": engines[0].label,
-              "spec_decode": [e.spec.label() if e.spec is not None else "off" for e in engines],
+              "engine": engines[0].label if len(names) == 1 else ", ".join(names),
+              "engines": list(dict.fromkeys(e.label.split("; speculative")[0] for e in engines)),
+              "spec_decode": list(dict.fromkeys(e.spec.label() if e.spec is not None else "off" for e in engines)),
               "seed": seed, "requests_per_search_point": requests, "max_replicas": max_replicas,
               "power_basis": power, "utilisation": utilisation, "prices_usd_per_device_hour":
               {c.hardware: c.price for c in cands if c.price is not None},

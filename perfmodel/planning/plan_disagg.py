@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .bounds import decode_rate_at_tpot
+from .engine_space import deployment_name, engine_columns
 from .plan_row import plan_row, step_tables
 from .screen import objective_key
 
@@ -53,7 +54,7 @@ def evaluate_disaggregated(task: Mapping[str, Any]) -> dict[str, Any]:
             decode = max(decode, math.ceil(rate / x_tpot - 1e-9))
     cap = task["max_replicas"]
     decode = min(decode, cap)
-    base = {"deployment": c.name, "hardware": c.hardware, **c.layout}
+    base = {"deployment": deployment_name(task), "hardware": c.hardware, **c.layout, **engine_columns(eng)}
 
     def devices() -> int:
         return int(prefill * pm.devices + decode * dm.devices)

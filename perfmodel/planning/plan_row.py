@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .cost import tokens_per_s_per_mw
+from .engine_space import engine_columns
 from .screen import hourly_cost
 
 
@@ -17,15 +18,18 @@ def plan_row(task: Mapping[str, Any], summary: Mapping[str, Any], name: str, dev
     """The ranked row of a sized candidate: its simulation summary, power [W] and cost [USD/h] of ``devices``.
 
     ``sizing`` holds the layout-specific fields (replicas, or P/D worker counts); the deployment name
-    gets the speculative-decoding label when the engine has one.
+    gets the speculative-decoding label when the engine has one and the engine variant's label
+    (``task["variant"]``: engine and knobs, when searched); the row carries the engine's name and knob
+    values (:func:`perfmodel.planning.engine_space.engine_columns`).
     """
     c, eng = task["candidate"], task["engine"]
     power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
     cost = hourly_cost(c, devices, task["tco"])
     out_tps = summary["throughput_output_tokens_per_s"]
     spec = eng.spec.label() if eng.spec is not None else "off"
-    return {"deployment": name + (f" + {spec}" if eng.spec is not None else ""), "hardware": c.hardware,
-            **c.layout, "spec_decode": spec, **sizing, "devices": devices, "offered_rps": task["rate"],
+    label = task.get("variant")
+    return {"deployment": name + (f" + {spec}" if eng.spec is not None else "") + (f" [{label}]" if label else ""),
+            "hardware": c.hardware, **c.layout, "spec_decode": spec, **engine_columns(eng), **sizing, "devices": devices, "offered_rps": task["rate"],
             "goodput_rps": summary["goodput_rps"],
             "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
             "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),

@@ -1,0 +1,162 @@
+"""The engine dimensions of a plan's search: engines, their token budget and sequence limit, collapse.
+
+A plan searches every candidate under every **engine variant**: each engine named (``vllm``,
+``sglang``, ``trtllm``, ``vllm-2k``, a ``-preset`` form or a profile YAML) × each per-step token budget
+(``max_num_batched_tokens``: vLLM ``--max-num-batched-tokens``, SGLang ``--chunked-prefill-size``,
+TensorRT-LLM ``max_num_tokens``) × each sequence limit (``max_num_seqs``: vLLM ``--max-num-seqs``,
+SGLang ``--max-running-requests``, TensorRT-LLM ``max_batch_size``) × each speculative-decoding
+setting. A knob not given keeps each engine's own default (its profile's value).
+
+**Collapse of the sequence limit** (screen stage, before any simulation). A sequence limit S that the
+KV cache keeps from binding cannot change the steady state: an aggregated replica holds at most
+
+.. math:: n_{kv} = \\frac{K\\,f}{I + O} \\;\\text{(reserve\\_full)} \\quad\\text{or}\\quad
+          \\frac{K\\,f}{I + O/2} \\;\\text{(on demand)}
+
+sequences at the mean context (K the KV pool in tokens as the engine sizes it for that S, f the
+engine's ``kv_capacity_fraction``; :func:`perfmodel.planning.bounds.sequence_limit`). Among the
+variants of one candidate that differ only in S, listed from the smallest S₀, a larger S is
+**collapsed** into S₀ when :math:`n_{kv}(S) < S_0` (neither limit binds) and its KV pool is no
+larger than S₀'s (vLLM charges sampler logits per sequence of S to the profiling run, so a larger S
+leaves a smaller pool; SGLang and TensorRT-LLM size it without S): the steady state, the screen's
+capacity bound and the per-replica ceiling of the sizing are then those of S₀ or below them. It is a
+steady-state argument, not a proof for the simulation (a transient excess of running sequences over
+the mean-context limit, which preemption cuts, is not explored); ``prune=False`` simulates every
+variant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import checks
+from ..errors import ConfigError
+
+#: The engine knobs a plan searches, by their engine-profile field names (one name everywhere).
+KNOBS = ("max_num_batched_tokens", "max_num_seqs")
+
+
+def engine_list(engine: Any) -> list[Any]:
+    """The engines of ``engine``: a comma list (``"vllm,sglang"``), a sequence, or one engine/profile."""
+    if engine is None:
+        return ["vllm"]
+    if isinstance(engine, str):
+        names = [e.strip() for e in engine.split(",") if e.strip()]
+        if not names:
+            raise ConfigError(f"engine: expected engine names (e.g. 'vllm,sglang,trtllm'), got {engine!r}")
+        return list(dict.fromkeys(names))
+    if isinstance(engine, Sequence) and not isinstance(engine, (bytes, dict)):
+        if not engine:
+            raise ConfigError("engine: expected at least one engine (e.g. ['vllm', 'sglang'])")
+        return [n for e in engine for n in engine_list(e)] if all(isinstance(e, str) for e in engine) \
+            else list(engine)
+    return [engine]
+
+
+def knob_values(values: Any, name: str) -> list[int] | None:
+    """Whole-number knob values, sorted and without repeats (None: each engine's default)."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [v for v in values.split(",") if v.strip()]
+    elif not isinstance(values, Sequence):
+        values = [values]
+    out = sorted({checks.count(int(v) if isinstance(v, str) and v.strip().isdigit() else v, name)
+                  for v in values})
+    if not out:
+        raise ConfigError(f"{name}: expected at least one whole number >= 1, got {values!r}")
+    return out
+
+
+def engine_variants(engine: Any, spec_decode: Sequence[Any] = (None,), max_num_seqs: Any = None,
+                    max_num_batched_tokens: Any = None) -> list[Any]:
+    """Every engine variant to search, in enumeration order: engine × token budget × speculative
+    decoding × sequence limit (ascending, so a group's smallest limit comes first).
+
+    Returns
+    -------
+    list of Engine
+        Each loaded with its knob values (:meth:`perfmodel.engine.Engine.load`; unknown names raise
+        :class:`~perfmodel.errors.UnknownNameError` with the closest names).
+    """
+    from ..engine.engine import Engine
+
+    seqs = knob_values(max_num_seqs, "max_num_seqs") or [None]
+    budgets = knob_values(max_num_batched_tokens, "max_num_batched_tokens") or [None]
+    out = []
+    for name in engine_list(engine):
+        for b in budgets:
+            for opt in (spec_decode or (None,)):
+                for s in seqs:
+                    kw = {k: v for k, v in (("max_num_batched_tokens", b), ("max_num_seqs", s)) if v is not None}
+                    out.append(Engine.load(name, spec_decode=opt, **kw))
+    return out
+
+
+def variant_label(eng: Any, searched: dict[str, bool]) -> str:
+    """What tells this engine variant apart in a deployment name: the engine and the knobs searched
+    (``"sglang max_num_seqs 256"``); empty when the search has one engine and no knob list."""
+    parts = [eng.name] if searched.get("engine") else []
+    parts += [f"{k} {getattr(eng.profile, k)}" for k in KNOBS if searched.get(k)]
+    return " ".join(parts)
+
+
+def deployment_name(task: dict[str, Any]) -> str:
+    """The candidate's name, with its engine variant's label in brackets when there is one."""
+    label = task.get("variant")
+    return task["candidate"].name + (f" [{label}]" if label else "")
+
+
+def engine_columns(eng: Any) -> dict[str, Any]:
+    """The plan row's engine columns: ``engine`` (its name) and the knob values it ran with."""
+    return {"engine": eng.name, **{k: int(getattr(eng.profile, k)) for k in KNOBS}}
+
+
+def collapse_key(task: dict[str, Any]) -> tuple:
+    """The group of variants of one task that differ only in ``max_num_seqs``: (candidate, engine
+    name, calibration terms, token budget, speculative decoding, the profile's other fields)."""
+    eng = task["engine"]
+    rest = eng.profile.model_dump(exclude={"max_num_seqs", "sources"})
+    spec = eng.spec.label() if eng.spec is not None else "off"
+    return (id(task["candidate"]), eng.name, eng.source, spec, tuple(sorted((k, str(v)) for k, v in rest.items())))
+
+
+def kv_sequences(task: dict[str, Any], isl: float, osl: float) -> tuple[float, float]:
+    """(sequences the KV cache holds at the mean context, KV pool [tokens]) of an aggregated task's
+    replica under its engine: :func:`perfmodel.planning.bounds.sequence_limit` without the sequence
+    limit itself."""
+    import numpy as np
+
+    from .bounds import sequence_limit
+
+    eng = task["engine"]
+    served = eng.step(task["model"])
+    unlimited = eng.profile.model_copy(update={"max_num_seqs": 2**62})
+    return sequence_limit(served, unlimited, isl, osl), float(np.ravel(served.kv_capacity_tokens)[0])
+
+
+class SequenceLimitCollapse:
+    """The collapse of the sequence limit (module docstring), fed the feasible tasks in enumeration
+    order; :meth:`into` says which kept variant a task collapses into (None: keep it)."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple, tuple[int, float, str]] = {}   # group -> (S0, KV pool of S0, its name)
+
+    def into(self, task: dict[str, Any], isl: float, osl: float) -> tuple[str, str] | None:
+        """(kept deployment, reason) when ``task`` collapses, else None (and it may head its group)."""
+        if task["candidate"].disaggregated:
+            return None
+        key = collapse_key(task)
+        s = int(task["engine"].profile.max_num_seqs)
+        n_kv, pool = kv_sequences(task, isl, osl)
+        if key not in self.first:
+            if n_kv < s:   # the KV cache, not S, binds: larger limits in this group may collapse into it
+                self.first[key] = (s, pool, deployment_name(task))
+            return None
+        s0, pool0, name0 = self.first[key]
+        if s > s0 and n_kv < s0 and pool <= pool0:
+            return name0, (f"max_num_seqs {s} cannot bind: the KV cache holds {n_kv:.0f} sequences at the mean "
+                           f"context, fewer than max_num_seqs {s0}, with a KV pool no larger ({pool:,.0f} <= "
+                           f"{pool0:,.0f} tokens); same steady state as {name0}, or below it")
+        return None
