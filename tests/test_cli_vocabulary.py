@@ -226,3 +226,28 @@ def test_abbreviated_flags_are_refused_not_guessed(capsys):
     with pytest.raises(SystemExit):
         main(["predict", "--mod", "llama-3.1-8b", "--hardware", "h100-sxm"])
     assert "unrecognized arguments: --mod" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Engine knobs: one name each, the engine profile's field name, in every parser and public signature
+
+#: Canonical name of each engine knob concept, and the spellings of that concept in the engines' own CLIs.
+ENGINE_KNOBS = {"max_num_seqs": re.compile(r"max[-_]?(num[-_]?)?(seqs|sequences|running[-_]?requests|batch[-_]?size)"),
+                "max_num_batched_tokens": re.compile(r"chunked[-_]?prefill[-_]?size|max[-_]?num[-_]?(batched[-_]?)?"
+                                                     r"tokens|token[-_]?budget|prefill[-_]?budget")}
+
+
+def test_engine_knobs_have_one_name_in_parsers_and_signatures():
+    flags = {}
+    for name, parser in _commands().items():
+        for action in parser._actions:
+            for flag in action.option_strings:
+                for knob, other in ENGINE_KNOBS.items():
+                    if other.search(flag) or other.search(action.dest):
+                        assert (flag, action.dest) == (f"--{knob.replace('_', '-')}", knob), f"{name}: {flag}"
+                        flags.setdefault(knob, set()).add(name)
+    assert {"plan"} <= flags.get("max_num_seqs", set()) and {"plan"} <= flags.get("max_num_batched_tokens", set())
+    for where, _, sig in _public_signatures():
+        for p in sig.parameters:
+            for knob, other in ENGINE_KNOBS.items():
+                assert not other.search(p) or p == knob, f"{where}({p}=): the engine knob is {knob}="
