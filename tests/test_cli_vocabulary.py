@@ -251,3 +251,20 @@ def test_engine_knobs_have_one_name_in_parsers_and_signatures():
         for p in sig.parameters:
             for knob, other in ENGINE_KNOBS.items():
                 assert not other.search(p) or p == knob, f"{where}({p}=): the engine knob is {knob}="
+
+
+def test_each_engine_name_of_a_knob_is_recorded_and_written_by_the_launch():
+    from perfmodel.planning.engine_args import load_arg_schema
+    from perfmodel.planning.engine_space import ENGINE_NAMES, KNOBS
+    from perfmodel.planning.launch import LaunchSpec, launch_config
+
+    assert set(ENGINE_NAMES) == set(KNOBS)
+    spec = LaunchSpec.from_plan_row({"tp": 1, "replicas": 1, "max_num_seqs": 48, "max_num_batched_tokens": 3072},
+                                    {"model": "llama-3.1-8b", "engine": "vllm"})
+    for engine in ("vllm", "sglang", "trtllm"):
+        recorded = load_arg_schema(engine).args
+        (cmd,) = launch_config(spec, engine).commands
+        for knob, value in (("max_num_seqs", "48"), ("max_num_batched_tokens", "3072")):
+            flag = ENGINE_NAMES[knob][engine]
+            assert flag in recorded, (engine, flag)
+            assert cmd["argv"][cmd["argv"].index(flag) + 1] == value, (engine, flag)

@@ -1,4 +1,5 @@
-"""The format vocabulary table of ``docs/cli.md``, read off the parsers and the public signatures.
+"""The vocabulary tables of ``docs/cli.md`` (formats, engine knobs), read off the parsers and the public
+signatures.
 
 Rows: weight, KV-cache and activation formats; for each, the commands taking the flag (and those taking
 a comma list), the public functions and classes taking the keyword, and the default rule
@@ -82,4 +83,31 @@ def vocabulary_md() -> str:
     out.append(f"\nDeprecated spellings, accepted for one release: {flags}: hidden from `--help`, each use "
                f"prints one note on stderr naming the new flag; {args}: each is `weights=` and raises a "
                f"`DeprecationWarning`.\n")
-    return "\n".join(out)
+    return "\n".join(out) + "\n" + engine_knobs_md(parsers, signatures)
+
+
+#: What each engine knob is, by its engine-profile field name.
+KNOB_CONCEPTS = {"max_num_batched_tokens": "token budget of one step (tokens; each running decode counts one)",
+                 "max_num_seqs": "sequences running at once"}
+
+
+def engine_knobs_md(parsers: list, signatures: list) -> str:
+    """The engine-knob rows: one name per knob (the engine profile's field), the commands and functions
+    taking it, and each engine's own launch argument for it."""
+    from ..planning.engine_space import ENGINE_NAMES
+
+    out = ["## Vocabulary: engine knobs\n",
+           "An engine's scheduler knobs keep the engine profile's field names everywhere (`--engine-set "
+           "FIELD=VALUE` of `simulate` and `max-load` takes the same names); `plan` searches comma lists of "
+           "them, and the launch configuration writes each engine's own argument:\n",
+           "| knob | flag | commands | Python keyword | functions and classes taking it | vLLM | SGLang | "
+           "TensorRT-LLM |", "|---|---|---|---|---|---|---|---|"]
+    for knob, concept in KNOB_CONCEPTS.items():
+        flag = f"--{knob.replace('_', '-')}"
+        commands = [n for n, p in parsers if any(flag in a.option_strings for a in p._actions)]
+        functions = sorted({n for n, sig in signatures if knob in sig.parameters}, key=str.lower)
+        names = ENGINE_NAMES[knob]
+        out.append(f"| `{knob}`: {concept} | `{flag}` | {', '.join(commands)} | `{knob}=` | "
+                   f"{', '.join(f'`{f}`' for f in functions)} | `{names['vllm']}` | `{names['sglang']}` | "
+                   f"`{names['trtllm']}` |")
+    return "\n".join(out) + "\n"

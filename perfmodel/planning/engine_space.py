@@ -35,6 +35,12 @@ from ..errors import ConfigError
 
 #: The engine knobs a plan searches, by their engine-profile field names (one name everywhere).
 KNOBS = ("max_num_batched_tokens", "max_num_seqs")
+#: Each knob's name in each engine's launch arguments (checked against the recorded argument schemas,
+#: perfmodel/data/engines/args, by tests/test_cli_vocabulary.py); TensorRT-LLM's are also LLM API YAML keys.
+ENGINE_NAMES = {"max_num_batched_tokens": {"vllm": "--max-num-batched-tokens", "sglang": "--chunked-prefill-size",
+                                           "trtllm": "--max_num_tokens"},
+                "max_num_seqs": {"vllm": "--max-num-seqs", "sglang": "--max-running-requests",
+                                 "trtllm": "--max_batch_size"}}
 
 
 def engine_list(engine: Any) -> list[Any]:
