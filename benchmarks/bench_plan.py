@@ -1,4 +1,5 @@
-"""Time of the README's ``perfmodel plan`` examples (issue 20: each within 5 s on 2 cores).
+"""Time of the README's ``perfmodel plan`` examples (issue 20: each within 5 s on 2 cores), and of the
+first one searching three engines, then three engines × three sequence limits (no target: reported).
 
 Run: ``python benchmarks/bench_plan.py [--repeat N] [--root CHECKOUT]``. Each example runs N times as a
 fresh ``python -m perfmodel plan ... --quiet`` process (this checkout, or ``--root``'s for a before/after
@@ -28,6 +29,8 @@ EXAMPLES = {
                         "--hardware", "gb200-nvl72,hgx-b200,hgx-h200", "--weights", "fp8", "--tp", "1,8",
                         "--dp-attention", "1,8", "--disaggregated"],
 }
+EXAMPLES["llama-3.1-70b 3 engines"] = [*EXAMPLES["llama-3.1-70b"], "--engine", "vllm,sglang,trtllm"]
+EXAMPLES["llama-3.1-70b 3 eng x 3 seqs"] = [*EXAMPLES["llama-3.1-70b 3 engines"], "--max-num-seqs", "128,256,1024"]
 
 
 def run_once(args: list[str], root: Path) -> tuple[float, float]:
@@ -49,12 +52,12 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=ROOT, help="checkout to time (default: this one)")
     args = ap.parse_args()
     print(f"{args.root}; {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
-    print(f"{'example':<16} {'run':>3} {'load':>5} {'wall s':>7} {'cpu s':>6}")
+    print(f"{'example':<28} {'run':>3} {'load':>5} {'wall s':>7} {'cpu s':>6}")
     for name, cli in EXAMPLES.items():
         for k in range(args.repeat):
             load = os.getloadavg()[0]
             wall, cpu = run_once(cli, args.root)
-            print(f"{name:<16} {k + 1:>3} {load:>5.2f} {wall:>7.2f} {cpu:>6.2f}")
+            print(f"{name:<28} {k + 1:>3} {load:>5.2f} {wall:>7.2f} {cpu:>6.2f}")
 
 
 if __name__ == "__main__":
