@@ -22,7 +22,9 @@ leaves a smaller pool; SGLang and TensorRT-LLM size it without S): the steady st
 capacity bound and the per-replica ceiling of the sizing are then those of S₀ or below them. It is a
 steady-state argument, not a proof for the simulation (a transient excess of running sequences over
 the mean-context limit, which preemption cuts, is not explored); ``prune=False`` simulates every
-variant.
+variant. P/D candidates are not collapsed (both pools' limits would have to be shown not to bind).
+The KV cache, not the concurrency the target rate implies, decides, because the sizing drives each
+replica to overload (:func:`perfmodel.serving.max_load`), where a limit binds unless the cache does first.
 """
 
 from __future__ import annotations
