@@ -48,6 +48,9 @@ COMMANDS = {
     "plan-moe-pd": [*PLAN, "--model", "deepseek-v3", "--rate", "8", "--isl", "8192", "--osl", "1024", "--slo-ttft",
                     "3s", "--slo-tpot", "40ms", "--target", "0.95", "--hardware", "gb200-nvl72,hgx-b200,hgx-h200",
                     "--weights", "fp8", "--tp", "1,8", "--dp-attention", "1,8", "--disaggregated"],
+    "plan-engines": [*PLAN, "--model", "llama-3.1-70b", "--rate", "20", "--isl", "2048", "--osl", "256", "--slo-ttft",
+                     "2s", "--slo-tpot", "50ms", "--target", "0.95", "--hardware", "b200", "--tp", "2",
+                     "--engine", "vllm,sglang,trtllm", "--no-prune", "--launch"],
     "list-price-table": [sys.executable, "-m", "scripts.list_price_table"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
