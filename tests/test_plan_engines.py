@@ -45,6 +45,8 @@ def test_each_engine_gives_rows_labelled_with_it_and_its_own_launch(three_engine
         assert (row["max_num_seqs"], row["max_num_batched_tokens"]) == DEFAULTS[row["engine"]]
         assert row["deployment"].endswith(f"[{row['engine']}]")   # several engines: the name says which
     assert r.inputs["search_space"]["engine"] == ["vllm", "sglang", "trtllm"]
+    assert [e.split(" (")[0] for e in r.inputs["engines"]] == ["vllm", "sglang", "trtllm"]
+    assert all(e.endswith("error in docs/validation.md)") for e in r.inputs["engines"])   # fitted terms, each
     assert set(r.to_dataframe().columns) >= {"engine", "max_num_seqs", "max_num_batched_tokens"}
     # the launch configuration of each row is for the engine that row ran, with its limits
     for rank, row in enumerate(r.ranked, 1):

@@ -428,7 +428,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
     inputs = {"model": model, "rate_rps": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
               "slo": s.limits(), "target": s.target, "objective": objective,
               "engine": engines[0].label if len(names) == 1 else ", ".join(names),
-              "engines": list(dict.fromkeys(e.label.split("; speculative")[0] for e in engines)),
+              "engines": list(dict.fromkeys(replace(e, spec=None).label for e in engines)),
               "spec_decode": list(dict.fromkeys(e.spec.label() if e.spec is not None else "off" for e in engines)),
               "seed": seed, "requests_per_search_point": requests, "max_replicas": max_replicas,
               "power_basis": power, "utilisation": utilisation, "prices_usd_per_device_hour":
