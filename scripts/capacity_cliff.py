@@ -109,8 +109,45 @@ def section(p: pd.DataFrame, table: list[tuple[str, dict]]) -> str:
               "on these groups, since other vLLM and SGLang sweeps stay flat well past that point; and "
               "jumps far from any memory limit (gpt-oss-120b at C = 512, GLM-5 at C = 64), where the "
               "pool the model computes holds 1.3× (GLM-5, 8192/1024) to 20× (gpt-oss-120b on 8×H100) the "
-              "clients' mean context.", CLOSE]
+              "clients' mean context.\n",
+              DIAGNOSIS, CLOSE]
     return "\n".join(lines) + "\n"
+
+
+#: What decides which vLLM/SGLang sweeps jump: figures from ``python scripts/kv_cliff_band.py --simulate``
+#: (2026-12-02, shipped engine terms); the script prints the tables they come from.
+DIAGNOSIS = (
+    "**Which on-demand sweeps jump** (`python scripts/kv_cliff_band.py [--simulate]`; pool N per replica as "
+    "above). Of the 1,177 aggregated vLLM/SGLang rows, 10 lie in the band C·(I + O) > N ≥ C·(I + O/2) and "
+    "2 of them jump, both Llama-3.1-70B FP8 1024/8192 at C = 64 from one source (2×H100: 30.8 s at "
+    "C·(I + O)/N = 1.28; 1×H200: 5.3 s at 1.61); MiniMax-M2.5 FP8 on 2×B200 at 1.19 (1024/1024, C = 512, "
+    "vLLM 0.19.0, two runs: 1.3 s), DeepSeek-R1 with SGLang 0.5.9 at 1.05 (1.8 s) and Qwen3-32B (vLLM "
+    "0.12.0 4.4 s, SGLang 0.5.1 8.9–9.9 s, 2.6–3.7× predicted) stay below the jump threshold. No recorded "
+    "column (engine version, data source, ISL/OSL, KV format, date) separates them, and of the two Llama "
+    "sweeps the one whose demand exceeds the pool more (1×H200) jumps less. vLLM preempts the newest running request when a running one needs a "
+    "block and admits nothing in a step that preempted (`vllm/v1/core/sched/scheduler.py`, "
+    "`Scheduler.schedule`, vllm-project/vllm commit b4622cf9); the simulator does the same. Simulated with "
+    "every client starting at once and fixed lengths (10·C requests), the band rows preempt, but the mean "
+    "TTFT is 5.5 s on 2×H100 (30.8 s measured) and 16.1 s on 1×H200 (5.3 s), and the rows below the band "
+    "come out 1.5–5.5× above their measurements (Llama 1024/8192 at C = 16–32: 1.5–1.6 s against 0.3 s): the "
+    "measured clients are far from fully in phase, to a degree that differs between sweeps and is not "
+    "recorded. Reproducing the H100 jumps needs a pool of 0.5–0.65 N (Llama-3.1-70B on 2×H100 at C = 64, "
+    "both shapes; MiniMax-M2.5 FP8 on 4×H100, 8192/1024, C = 64: 30.6 s), the H200/B200 ones N or more. "
+    "A recipe can halve N: InferenceX's MiniMax-M2.5 FP8 H100 script "
+    "(`benchmarks/single_node/minimaxm2.5_fp8_h100.sh`, SemiAnalysisAI/InferenceX commit 34bc7c40) passes no "
+    "`--kv-cache-dtype`, so vLLM keeps the checkpoint's bf16 KV cache (half the tokens of the FP8 KV "
+    "assumed here), while its Llama-3.1-70B H100 script (`benchmarks/70b_fp8_h100_slurm.sh`, 2a205bb3) "
+    "sets FP8 KV and its MiniMax B200 script `--gpu-memory-utilization 0.95`; the CSV records none of "
+    "these flags, so the KV format stays an engine-wide assumption. Counting I + φ·O per sequence in the steady state for vLLM and "
+    "SGLang (a temporary patch; φ = ½ is the shipped rule) gives, on the rows at and past the jump, "
+    "median 75.3 % (φ = ½), 72.6 % (¾) and 77.5 % (1) and, on all aggregated vLLM rows, 17.2 / 43.9 % "
+    "(median / p90) with φ = ½ against 17.4 / 44.0 % with φ = 1, so the shipped rule stays. Of the 15 "
+    "jumps at C·(I + O) ≤ N, 6 compare rows from different runs (gpt-oss-120b at C = 512 is vLLM 0.11.2 "
+    "or unrecorded against vLLM 0.18.0 at C ≤ 64; GLM-5 8192/1024) and 5 more are flagged anomalous; of "
+    "the other 4, Llama-3.1-70B on 2×H100 at 8192/1024, C = 32 (6.5 s) is the synchronised prefill wave "
+    "(5.5 s simulated in phase, no preemption), GLM-5 1024/8192 at C = 64 (17 s) would need a pool below "
+    "0.5 N, and MiniMax-M2.5 NVFP4 on 4×B200 (8192/1024, C = 256) was measured twice with different "
+    "results (1.4 s with vLLM 0.19.0, 9.5 s with a nightly build).")
 
 
 def write_doc(text: str) -> None:
