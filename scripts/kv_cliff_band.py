@@ -28,9 +28,14 @@ and prints
    scaled by ``kv_capacity_fraction`` f = 1, 0.8, 0.65, 0.5: which pool would reproduce the jump if the
    phases were fully aligned.
 
+5. with ``--kv-h100-bf16``: the TTFT and TPOT errors of the aggregated vLLM rows (not flagged anomalous)
+   with the shipped engine terms, by accelerator and on the vLLM rows at and past a jump
+   (``scripts/capacity_cliff.py``), when vLLM's runs on H100 keep a bf16 KV cache
+   (:class:`~perfmodel.validation.rows.KVPolicy` ``model_dtype_kv``) against the shipped FP8 assumption.
+
 Usage::
 
-    python scripts/kv_cliff_band.py [--csv rows.csv] [--simulate]
+    python scripts/kv_cliff_band.py [--csv rows.csv] [--simulate] [--kv-h100-bf16]
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from perfmodel.engine.calibration import presets  # noqa: E402
 from perfmodel.engine.kv_memory import engine_kv_tokens  # noqa: E402
 from perfmodel.errors import PerfmodelError  # noqa: E402
 from perfmodel.validation.data import shipped_path  # noqa: E402
+from perfmodel.validation.rows import DEFAULT_KV_POLICY, KVPolicy  # noqa: E402
 from perfmodel.validation.run import validate_serving  # noqa: E402
 from perfmodel.validation.stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups  # noqa: E402
 
@@ -173,10 +179,47 @@ def synchronised_ttft(p: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: The alternative KV policy of item 5: vLLM on H100 keeps the model dtype (bf16) for its KV cache.
+H100_BF16 = KVPolicy(model_dtype_kv=(("vllm", "h100-sxm"),))
+
+
+def error_stats(p: pd.DataFrame) -> dict:
+    """Rows and median / p90 absolute and median signed TTFT and TPOT errors [%]."""
+    out = {"rows": len(p)}
+    for m in ("ttft", "tpot"):
+        e = 100.0 * (p[f"predicted_{m}_s"] / p[f"measured_{m}_s"] - 1.0)
+        out |= {f"{m} median": e.abs().median(), f"{m} p90": np.percentile(e.abs(), 90) if len(e) else np.nan,
+                f"{m} signed": e.median()}
+    return out
+
+
+def kv_policy_errors() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Item 5: vLLM errors under the shipped KV policy and under :data:`H100_BF16`, and the rows whose
+    predicted TTFT moves by more than 1.5x between the two."""
+    import capacity_cliff  # beside this script
+
+    df = pd.read_csv(shipped_path())
+    past = set(capacity_cliff.cliff_rows(df)[2])
+    df = df[(df["mode"] == "agg") & (df["backend"] == "vllm")]
+    rows, ttft = [], {}
+    for label, policy in (("fp8 KV (shipped)", DEFAULT_KV_POLICY), ("bf16 KV on H100", H100_BF16)):
+        p = validate_serving(df, kv_policy=policy).predictions
+        p = p[p["anomaly"].fillna("") == ""]
+        ttft[label] = p.set_index("id")["predicted_ttft_s"]
+        groups = [("all", p), *((hw, g) for hw, g in p.groupby("hardware")), ("past a jump", p[p["id"].isin(past)])]
+        rows += [{"policy": label, "rows of": name, **error_stats(g)} for name, g in groups]
+    moved = p.assign(**{f"predicted, {k}": p["id"].map(v) for k, v in ttft.items()})
+    ratio = moved["predicted, bf16 KV on H100"] / moved["predicted, fp8 KV (shipped)"]
+    cols = ["model", "hardware", "tp", "isl", "osl", "concurrency", "measured_ttft_s", *(f"predicted, {k}" for k in ttft)]
+    return (pd.DataFrame(rows).set_index(["rows of", "policy"]).sort_index(),
+            moved[(ratio > 1.5) | (ratio < 1 / 1.5)][cols].sort_values(["model", "tp", "isl", "concurrency"]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", help="write every row with its ratios here")
     ap.add_argument("--simulate", action="store_true", help="item 4: synchronised simulations (~1 min)")
+    ap.add_argument("--kv-h100-bf16", action="store_true", help="item 5: vLLM errors with bf16 KV on H100")
     args = ap.parse_args(argv)
     p = table()
     pd.set_option("display.width", 250)
@@ -201,6 +244,12 @@ def main(argv=None) -> int:
         print("\n4. all clients start together, fixed lengths, 10 C requests: mean TTFT / preemptions with the "
               "pool scaled by f")
         print(sims.sort_values(["model", "hardware", "tp", "isl", "osl", "concurrency"]).to_string(**fmt))
+    if args.kv_h100_bf16:
+        print("\n5. aggregated vLLM rows not flagged: TTFT / TPOT error [%] by KV format assumed on H100")
+        errors, moved = kv_policy_errors()
+        print(errors.to_string(**fmt))
+        print("rows whose predicted TTFT [s] moves by more than 1.5x")
+        print(moved.to_string(**fmt))
     if args.csv:
         p.to_csv(args.csv, index=False)
     return 0

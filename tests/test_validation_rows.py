@@ -12,7 +12,7 @@ import pytest
 import perfmodel
 from perfmodel.validation.anomalies import anomaly_category, flag_anomalies
 from perfmodel.validation.models import UnsupportedModel, checkpoint_default_format, resolve_model
-from perfmodel.validation.rows import hardware_id, kv_cache_format, map_rows, silicon_concurrency
+from perfmodel.validation.rows import KVPolicy, hardware_id, kv_cache_format, map_rows, silicon_concurrency
 
 
 def _row(**kw) -> dict:
@@ -52,6 +52,24 @@ def test_fp4_on_hopper_is_weight_only_with_fp8_kv():
     row.update(model_path="nvidia/Qwen3-32B-NVFP4", moe_quant_mode=np.nan)
     dep, _ = map_rows(pd.DataFrame([row]))
     assert (dep.iloc[0].weights, dep.iloc[0].activations) == ("nvfp4", "bf16")
+
+
+def test_model_dtype_kv_policy_applies_to_its_engine_and_accelerator_only():
+    """KVPolicy.model_dtype_kv: the named (engine, accelerator) keeps a bf16 KV cache for FP8/MXFP4
+    checkpoints; NVFP4 checkpoints (FP8 KV declared) and other engines or accelerators keep FP8."""
+    policy = KVPolicy(model_dtype_kv=(("vllm", "h100-sxm"),))
+    assert kv_cache_format("vllm", "fp8_block", policy, "h100-sxm") == "bf16"
+    assert kv_cache_format("vllm", "mxfp4", policy, "h100-sxm") == "bf16"
+    assert kv_cache_format("vllm", "nvfp4", policy, "h100-sxm") == "fp8"
+    assert kv_cache_format("sglang", "fp8", policy, "h100-sxm") == "fp8"
+    assert kv_cache_format("vllm", "fp8", policy, "h200-sxm") == "fp8"
+    assert kv_cache_format("vllm", "fp8", hardware="h100-sxm") == "fp8"   # the default policy: none
+    row = _row(model_path="openai/gpt-oss-120b", backend="vllm", precision="fp4", gemm_quant_mode="nvfp4",
+               moe_quant_mode="nvfp4", tp_size=2, moe_ep_size=1, moe_tp_size=2, system="h100_sxm")
+    assert map_rows(pd.DataFrame([row]), policy)[0].iloc[0].kv_cache == "bf16"
+    assert map_rows(pd.DataFrame([row]))[0].iloc[0].kv_cache == "fp8"
+    row.update(system="b200_sxm")
+    assert map_rows(pd.DataFrame([row]), policy)[0].iloc[0].kv_cache == "fp8"
 
 
 def test_mxfp4_checkpoint_runs_mxfp8_activations_on_blackwell():

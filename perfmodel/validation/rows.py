@@ -86,6 +86,10 @@ class KVPolicy:
         Engines that store the KV cache in FP8 whenever the weights are FP8 or FP4.
     quantized_kv_weights : tuple[str, ...]
         Weight formats whose checkpoints carry an FP8 KV cache in every engine.
+    model_dtype_kv : tuple[tuple[str, str], ...]
+        (engine, accelerator id) pairs whose runs keep the KV cache in the model dtype (bf16,
+        ``--kv-cache-dtype auto``) for weights outside ``quantized_kv_weights``: a launch recipe that
+        passes no KV format, e.g. ``(("vllm", "h100-sxm"),)``. Default: none.
 
     Notes
     -----
@@ -95,25 +99,31 @@ class KVPolicy:
     SGLang honour it; and on the public rows the bf16 alternative for vLLM/SGLang FP8 runs makes the KV
     cache cap the decode batch of long-context runs whose measured TTFT shows no such wait (e.g.
     Llama-3.1-70B FP8 on one B200 at C = 64, 1024/8192: 0.38 s measured, 76 s predicted with bf16 KV),
-    and gives larger TPOT and TTFT errors overall (``docs/validation.md``).
+    and gives larger TPOT and TTFT errors overall (``docs/validation.md``). ``model_dtype_kv`` is the
+    alternative ``scripts/kv_cliff_band.py`` measures for vLLM on H100 (section "Capacity cliffs").
     """
 
     quantized_kv_backends: tuple[str, ...] = ("trtllm", "vllm", "sglang")
     quantized_kv_weights: tuple[str, ...] = ("nvfp4",)
+    model_dtype_kv: tuple[tuple[str, str], ...] = ()
 
 
 DEFAULT_KV_POLICY = KVPolicy()
 
 
-def kv_cache_format(backend: str, weights: str, policy: KVPolicy = DEFAULT_KV_POLICY) -> str:
+def kv_cache_format(backend: str, weights: str, policy: KVPolicy = DEFAULT_KV_POLICY,
+                    hardware: str | None = None) -> str:
     """KV-cache format assumed for a run.
 
     FP8 when the weights are in ``policy.quantized_kv_weights``, or the engine is in
-    ``policy.quantized_kv_backends`` and the weights are fp8/nvfp4/mxfp4; bf16 otherwise (weight-only
-    int4 and bf16 checkpoints keep ``--kv-cache-dtype auto`` = the model dtype). See :class:`KVPolicy`.
+    ``policy.quantized_kv_backends``, (engine, ``hardware``) is not in ``policy.model_dtype_kv`` and
+    the weights are fp8/nvfp4/mxfp4; bf16 otherwise (weight-only int4 and bf16 checkpoints keep
+    ``--kv-cache-dtype auto`` = the model dtype). See :class:`KVPolicy`.
     """
     if weights in policy.quantized_kv_weights:
         return "fp8"
+    if (backend, hardware) in policy.model_dtype_kv:
+        return "bf16"
     if backend in policy.quantized_kv_backends and weights in ("fp8", "fp8_block", "nvfp4", "mxfp4"):
         return "fp8"
     return "bf16"
@@ -187,7 +197,7 @@ def serving_formats(model_path: str, hardware: str, backend: str, precision: str
     elif weights == "nvfp4" and checkpoint == "mxfp4":
         weights = "mxfp4"       # the FP4 checkpoint of this model is MXFP4 (gpt-oss)
     activations = serving_activations(weights, "fp4" in load_accelerator(hardware).compute)
-    return weights, activations, kv_cache_format(backend, weights, policy)
+    return weights, activations, kv_cache_format(backend, weights, policy, load_accelerator(hardware).id)
 
 
 def _layout(model, tp, pp, dp, ep, moe_tp) -> dict[str, int]:

@@ -35,7 +35,7 @@ from .predict import ServingProblem, engines_under
 from .predict_openloop import open_loop_summary, predict_open_loop
 from .published import REQUIRED_COLUMNS as PUBLISHED_COLUMNS
 from .published import validate_published
-from .rows import OPEN_LOOP_SKIP, drop_duplicates, hardware_id, map_rows
+from .rows import DEFAULT_KV_POLICY, OPEN_LOOP_SKIP, KVPolicy, drop_duplicates, hardware_id, map_rows
 from .rows import REQUIRED_COLUMNS as SERVING_COLUMNS
 from .stepmodels import StepModelCache
 
@@ -121,15 +121,17 @@ def detect_kind(columns) -> str:
 
 
 def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = True,
-                    progress: bool | None = False) -> tuple[ServingProblem, pd.DataFrame]:
+                    progress: bool | None = False, kv_policy: KVPolicy = DEFAULT_KV_POLICY
+                    ) -> tuple[ServingProblem, pd.DataFrame]:
     """Map, flag and tabulate serving rows; returns the problem and all skipped rows.
 
     ``measured=False``: rows without measurements (estimates); nothing is flagged or de-duplicated.
     An unknown efficiency profile name is an error here, not a skip reason of every row. ``progress``: a bar
-    of the rows tabulated (:mod:`perfmodel.progress`).
+    of the rows tabulated (:mod:`perfmodel.progress`). ``kv_policy``: the KV-cache format assumed per run
+    (:class:`~perfmodel.validation.rows.KVPolicy`).
     """
     check_profile(efficiency)
-    deployments, skipped = map_rows(df, measured=measured)
+    deployments, skipped = map_rows(df, kv_policy, measured=measured)
     if len(deployments):
         deployments["anomaly"] = flag_anomalies(deployments) if measured else ""
         if measured:
@@ -146,7 +148,8 @@ def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = 
 
 
 def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibrated",
-                     include_anomalous: bool = False, progress: bool | None = False) -> ValidationRun:
+                     include_anomalous: bool = False, progress: bool | None = False,
+                     kv_policy: KVPolicy = DEFAULT_KV_POLICY) -> ValidationRun:
     """Predict measured serving rows and summarise the errors.
 
     Closed-loop rows are predicted by the steady state; open-loop rows (``arrival = open``,
@@ -167,8 +170,10 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
     progress : bool | None
         A bar of the rows tabulated (:mod:`perfmodel.progress`: True always, None only when stderr is a
         terminal, False never).
+    kv_policy : KVPolicy
+        KV-cache format assumed per run (closed-loop rows; default :data:`~perfmodel.validation.rows.DEFAULT_KV_POLICY`).
     """
-    problem, skipped = serving_problem(df, efficiency, progress=progress)
+    problem, skipped = serving_problem(df, efficiency, progress=progress, kv_policy=kv_policy)
     skipped = skipped[skipped["reason"] != OPEN_LOOP_SKIP]
     n_open = int(open_loop_mask(df).sum())
     calibrations, engines_used = _engine_calibrations(engines)
