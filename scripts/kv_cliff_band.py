@@ -31,11 +31,13 @@ and prints
 5. with ``--kv-h100-bf16``: the TTFT and TPOT errors of the aggregated vLLM rows (not flagged anomalous)
    with the shipped engine terms, by accelerator and on the vLLM rows at and past a jump
    (``scripts/capacity_cliff.py``), when vLLM's runs on H100 keep a bf16 KV cache
-   (:class:`~perfmodel.validation.rows.KVPolicy` ``model_dtype_kv``) against the shipped FP8 assumption.
+   (:class:`~perfmodel.validation.rows.KVPolicy` ``model_dtype_kv``) against the shipped FP8 assumption;
+   with ``--cv`` also held out (vLLM's terms refitted in grouped 5-fold cross-validation,
+   :func:`perfmodel.calibration.engine_fit.cross_validate`, from the shipped terms; about a minute).
 
 Usage::
 
-    python scripts/kv_cliff_band.py [--csv rows.csv] [--simulate] [--kv-h100-bf16]
+    python scripts/kv_cliff_band.py [--csv rows.csv] [--simulate] [--kv-h100-bf16 [--cv]]
 """
 
 from __future__ import annotations
@@ -193,21 +195,33 @@ def error_stats(p: pd.DataFrame) -> dict:
     return out
 
 
-def kv_policy_errors() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Item 5: vLLM errors under the shipped KV policy and under :data:`H100_BF16`, and the rows whose
-    predicted TTFT moves by more than 1.5x between the two."""
+def kv_policy_errors(cv: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Item 5: vLLM errors under the shipped KV policy and under :data:`H100_BF16` (with ``cv`` also
+    held out), and the rows whose predicted TTFT moves by more than 1.5x between the two."""
     import capacity_cliff  # beside this script
+
+    from perfmodel.calibration.engine_fit import cross_validate
+    from perfmodel.engine.calibration import load_profile
+    from perfmodel.validation.run import serving_problem
 
     df = pd.read_csv(shipped_path())
     past = set(capacity_cliff.cliff_rows(df)[2])
     df = df[(df["mode"] == "agg") & (df["backend"] == "vllm")]
     rows, ttft = [], {}
+
+    def add(label: str, p: pd.DataFrame) -> None:
+        p = p[p["anomaly"].fillna("") == ""]
+        groups = [("all", p), *((hw, g) for hw, g in p.groupby("hardware")), ("past a jump", p[p["id"].isin(past)])]
+        rows.extend({"policy": label, "rows of": name, **error_stats(g)} for name, g in groups)
+
     for label, policy in (("fp8 KV (shipped)", DEFAULT_KV_POLICY), ("bf16 KV on H100", H100_BF16)):
         p = validate_serving(df, kv_policy=policy).predictions
-        p = p[p["anomaly"].fillna("") == ""]
         ttft[label] = p.set_index("id")["predicted_ttft_s"]
-        groups = [("all", p), *((hw, g) for hw, g in p.groupby("hardware")), ("past a jump", p[p["id"].isin(past)])]
-        rows += [{"policy": label, "rows of": name, **error_stats(g)} for name, g in groups]
+        add(label, p)
+        if cv:
+            problem, _ = serving_problem(df, kv_policy=policy)
+            add(f"{label}, held out", cross_validate(problem, "kfold", start=load_profile("calibrated")))
+    p = p[p["anomaly"].fillna("") == ""]
     moved = p.assign(**{f"predicted, {k}": p["id"].map(v) for k, v in ttft.items()})
     ratio = moved["predicted, bf16 KV on H100"] / moved["predicted, fp8 KV (shipped)"]
     cols = ["model", "hardware", "tp", "isl", "osl", "concurrency", "measured_ttft_s", *(f"predicted, {k}" for k in ttft)]
@@ -220,6 +234,7 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", help="write every row with its ratios here")
     ap.add_argument("--simulate", action="store_true", help="item 4: synchronised simulations (~1 min)")
     ap.add_argument("--kv-h100-bf16", action="store_true", help="item 5: vLLM errors with bf16 KV on H100")
+    ap.add_argument("--cv", action="store_true", help="item 5 held out too (grouped 5-fold refits, ~1 min)")
     args = ap.parse_args(argv)
     p = table()
     pd.set_option("display.width", 250)
@@ -246,7 +261,7 @@ def main(argv=None) -> int:
         print(sims.sort_values(["model", "hardware", "tp", "isl", "osl", "concurrency"]).to_string(**fmt))
     if args.kv_h100_bf16:
         print("\n5. aggregated vLLM rows not flagged: TTFT / TPOT error [%] by KV format assumed on H100")
-        errors, moved = kv_policy_errors()
+        errors, moved = kv_policy_errors(args.cv)
         print(errors.to_string(**fmt))
         print("rows whose predicted TTFT [s] moves by more than 1.5x")
         print(moved.to_string(**fmt))
