@@ -146,9 +146,9 @@ def by_bin(p: pd.DataFrame) -> pd.DataFrame:
         jumps=("jump", "sum"), median_measured_over_predicted=("measured_over_predicted", "median"))
 
 
-ROW_COLUMNS = ["model", "hardware", "backend", "backend_version", "source", "date", "weights", "kv_cache", "tp",
-               "dp", "ep", "isl", "osl", "concurrency", "r_mean", "r_full", "ttft_prev_s", "measured_ttft_s",
-               "predicted_ttft_s", "jump", "same_run_as_prev", "anomaly"]
+ROW_COLUMNS = ["model", "hardware", "backend", "backend_version", "source", "date", "weights", "kv_cache",
+               "tp", "dp", "ep", "isl", "osl", "concurrency", "r_mean", "r_full", "ttft_prev_s",
+               "measured_ttft_s", "predicted_ttft_s", "jump", "same_run_as_prev", "anomaly"]
 
 
 #: Pool scale factors f of the synchronised simulation.
@@ -211,7 +211,8 @@ def kv_policy_errors(cv: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     def add(label: str, p: pd.DataFrame) -> None:
         p = p[p["anomaly"].fillna("") == ""]
-        groups = [("all", p), *((hw, g) for hw, g in p.groupby("hardware")), ("past a jump", p[p["id"].isin(past)])]
+        groups = [("all", p), *((hw, g) for hw, g in p.groupby("hardware")),
+                  ("past a jump", p[p["id"].isin(past)])]
         rows.extend({"policy": label, "rows of": name, **error_stats(g)} for name, g in groups)
 
     for label, policy in (("fp8 KV (shipped)", DEFAULT_KV_POLICY), ("bf16 KV on H100", H100_BF16)):
@@ -224,7 +225,8 @@ def kv_policy_errors(cv: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     p = p[p["anomaly"].fillna("") == ""]
     moved = p.assign(**{f"predicted, {k}": p["id"].map(v) for k, v in ttft.items()})
     ratio = moved["predicted, bf16 KV on H100"] / moved["predicted, fp8 KV (shipped)"]
-    cols = ["model", "hardware", "tp", "isl", "osl", "concurrency", "measured_ttft_s", *(f"predicted, {k}" for k in ttft)]
+    cols = ["model", "hardware", "tp", "isl", "osl", "concurrency", "measured_ttft_s",
+            *(f"predicted, {k}" for k in ttft)]
     return (pd.DataFrame(rows).set_index(["rows of", "policy"]).sort_index(),
             moved[(ratio > 1.5) | (ratio < 1 / 1.5)][cols].sort_values(["model", "tp", "isl", "concurrency"]))
 
@@ -256,8 +258,8 @@ def main(argv=None) -> int:
                              & (p["source"] == r["source"])].nlargest(1, "concurrency")
                            for _, r in picked.iterrows()])
         sims = synchronised_ttft(pd.concat([picked, lower]).drop_duplicates("id"))
-        print("\n4. all clients start together, fixed lengths, 10 C requests: mean TTFT / preemptions with the "
-              "pool scaled by f")
+        print("\n4. all clients start together, fixed lengths, 10 C requests: mean TTFT / preemptions "
+              "with the pool scaled by f")
         print(sims.sort_values(["model", "hardware", "tp", "isl", "osl", "concurrency"]).to_string(**fmt))
     if args.kv_h100_bf16:
         print("\n5. aggregated vLLM rows not flagged: TTFT / TPOT error [%] by KV format assumed on H100")

@@ -171,7 +171,8 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
         A bar of the rows tabulated (:mod:`perfmodel.progress`: True always, None only when stderr is a
         terminal, False never).
     kv_policy : KVPolicy
-        KV-cache format assumed per run (closed-loop rows; default :data:`~perfmodel.validation.rows.DEFAULT_KV_POLICY`).
+        KV-cache format assumed per run (closed-loop rows; default
+        :data:`~perfmodel.validation.rows.DEFAULT_KV_POLICY`).
     """
     problem, skipped = serving_problem(df, efficiency, progress=progress, kv_policy=kv_policy)
     skipped = skipped[skipped["reason"] != OPEN_LOOP_SKIP]
