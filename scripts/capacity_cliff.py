@@ -136,7 +136,7 @@ DIAGNOSIS = (
     "of 0.5–0.65 N (Llama-3.1-70B on 2×H100 at C = 64, both shapes; MiniMax-M2.5 FP8 on 4×H100, "
     "8192/1024, C = 64: 30.6 s), the vLLM ones on H200 and B200 N or more (Llama-3.1-70B on 1×H200; "
     "MiniMax-M2.5 FP8 on 2×B200, 8192/1024, C = 128 and 256), while DeepSeek-R1 with SGLang on 8×B200 "
-    "(1024/8192, C = 512: 159 s measured, 51 s simulated) and GLM-5 would need less than 0.5 N. A recipe "
+    "(1024/8192, C = 512: 159 s measured, 51 s simulated) would need about 0.5 N and GLM-5 less. A recipe "
     "can halve N: InferenceX's MiniMax-M2.5 FP8 H100 script "
     "(`benchmarks/single_node/minimaxm2.5_fp8_h100.sh`, SemiAnalysisAI/InferenceX commit 34bc7c40) passes "
     "no `--kv-cache-dtype`, so vLLM keeps the checkpoint's bf16 KV cache (half the tokens of the FP8 KV "
