@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             a, b = float(ss.ttft_s) * 1e3, s["ttft_mean_s"] * 1e3
             p, q = float(ss.tpot_s) * 1e3, s["tpot_mean_s"] * 1e3
             print(f"{engine:8} {c:4d} {a:9.1f} / {b:8.1f} {a / b:6.2f} {p:8.2f} / {q:7.2f} {p / q:6.2f} "
-                  f"{float(ss.throughput_rps) / s['throughput_rps']:7.2f} {time.perf_counter() - t0:6.1f}")
+                  f"{float(ss.requests_per_s) / s['requests_per_s']:7.2f} {time.perf_counter() - t0:6.1f}")
     return 0
 
 

@@ -152,7 +152,7 @@ def sensitivity(model: str) -> list[list[str]]:
             pred = predict_deployment(d, ISL, OSL, BATCHES)
             k = pick(pred, 400.0)
             at400 = ("unreachable" if k is None else
-                     f"{int(pred.batch[k])} / {float(pred.per_device_tokens_per_s[k]):.1f} / "
+                     f"{int(pred.batch[k])} / {float(pred.output_tokens_per_s_per_device[k]):.1f} / "
                      f"{float(pred.comm_s_per_token[k] / pred.tpot_s[k]):.0%}")
             rows.append([f"{alpha}", f"{bw}", f"{float(pred.tpot_s[0]) * 1e3:.3f}",
                          f"{1 / float(pred.tpot_s[0]):.0f}", f"{float(pred.comm_s_per_token[0]) * 1e3:.3f}", at400])

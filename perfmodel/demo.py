@@ -97,7 +97,7 @@ SUMMARY_COLUMNS = ("deployment", "batch", "ttft_s", "tpot_s", "per_user_tokens_p
 RATES_NOTE = ("per_user_tokens_per_s = 1/TPOT; decode_tokens_per_s = batch/TPOT (decode only), "
               "decode_tokens_per_s_per_device = that / every chip of the deployment, _per_gpu = that / its GPUs "
               "(the Pareto figure's axis; they differ for the GPU/LPU split alone); comparison.csv's "
-              "output_tokens_per_s = batch x OSL / E2E (prefill included) and per_device_tokens_per_s = that / devices")
+              "output_tokens_per_s = batch x OSL / E2E (prefill included) and output_tokens_per_s_per_device = that / devices")
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:

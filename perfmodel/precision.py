@@ -158,3 +158,12 @@ class Precision:
 
     def label(self) -> str:
         return f"w:{self.weights.name} a:{self.activations.name} kv:{self.kv_cache.name}"
+
+
+def label_fields(label: str) -> dict[str, str]:
+    """``{"weights", "activations", "kv_cache"}`` of a :meth:`Precision.label` (``"w:fp8 a:fp8 kv:fp8"``).
+
+    The names the results carry instead of the label, as the flags and arguments spell them.
+    """
+    parts = dict(item.split(":", 1) for item in label.split())
+    return {"weights": parts["w"], "activations": parts["a"], "kv_cache": parts["kv"]}

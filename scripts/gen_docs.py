@@ -6,7 +6,8 @@ Pages (written into ``docs/`` by default, or ``--out DIR``):
   deployment / workload / engine specs that are importable, as field tables, with shipped examples;
 - ``hardware-table.md``: every shipped accelerator, link and system with its main figures, each
   linked to its source;
-- ``cli.md``: the format vocabulary table (:mod:`perfmodel.cli.vocabulary`) and the help text of every
+- ``cli.md``: the format vocabulary table (:mod:`perfmodel.cli.vocabulary`), the output-name glossary
+  (:mod:`perfmodel.metrics_vocabulary`) and the help text of every
   ``perfmodel`` sub-command.
 
 Run ``python scripts/gen_docs.py`` after changing a schema, a spec file or the CLI;
@@ -280,6 +281,7 @@ def cli_md() -> str:
     """The CLI reference page (help text of every sub-command, 100 columns wide)."""
     from perfmodel.cli import build_parser
     from perfmodel.cli.vocabulary import vocabulary_md
+    from perfmodel.metrics_vocabulary import glossary_md
 
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"
@@ -308,6 +310,7 @@ def cli_md() -> str:
                "`--model`) take one id or file per call, and a list given there is refused with a pointer "
                "to `sweep` or `plan`.\n",
                vocabulary_md(),
+               glossary_md(),
                "Commands: " + ", ".join(f"[`{name}`](#{name.replace(' ', '-')})" for name, _ in commands[1:])
                + ".\n"]
         for name, parser in commands:

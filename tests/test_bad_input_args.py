@@ -336,7 +336,7 @@ def test_api_catalogue_is_large_and_distinct():
 
 def test_summary_of_a_run_without_slo_has_no_nan():
     s = _simulate(requests=20).summary()
-    assert s["completed"] == 20 and s["slo_attainment"] is None and s["goodput_rps"] is None
+    assert s["completed"] == 20 and s["slo_attainment"] is None and s["goodput_requests_per_s"] is None
     assert not [k for k, v in s.items() if isinstance(v, float) and math.isnan(v)]
     assert "slo_attainment" not in repr(_simulate())  # not shown as 'nan' either
 

@@ -53,6 +53,6 @@ def test_estimate_table_says_its_times_are_means(capsys):
             "--osl", "64", "--concurrency", "1,4"]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1].startswith("note: ttft_s, tpot_s and e2e_s are means over requests")
+    assert out[-1].startswith("note: times are means over requests")
     assert main([*argv, "--format", "json"]) == 0
     assert "note" not in json.loads(capsys.readouterr().out)  # the JSON's names stay as they are

@@ -82,7 +82,7 @@ def test_csv_is_the_json_records_row_for_row(capsys, argv):
 
 def test_predict_csv_columns_carry_si_unit_suffixes(capsys):
     header = _run(capsys, [*PREDICT, "--format", "csv"]).splitlines()[0].split(",")
-    assert {"ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_device_tokens_per_s"} <= set(header)
+    assert {"ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "output_tokens_per_s_per_device"} <= set(header)
 
 
 def test_hardware_show_csv_gives_each_figure_in_si_with_unit_and_source(capsys):
@@ -132,8 +132,8 @@ def test_estimate_csv_carries_the_json_values(capsys):
            "1,8", "--isl", "512", "--osl", "64"]
     doc = json.loads(_run(capsys, [*est, "--format", "json"]))
     rows = _csv_rows(_run(capsys, [*est, "--format", "csv"]))
-    assert [float(r["tpot_s"]) for r in rows] == pytest.approx([p["tpot_s"] for p in doc["points"]], rel=1e-12)
-    assert all(r["engine"] == doc["engine"] and r["gpus"] == "1" for r in rows)
+    assert [float(r["tpot_mean_s"]) for r in rows] == pytest.approx([p["tpot_mean_s"] for p in doc["points"]], rel=1e-12)
+    assert all(r["engine"] == doc["engine"] and r["devices"] == "1" for r in rows)
 
 
 def test_max_load_csv_is_the_curve_with_the_answer_on_each_row(capsys):
@@ -143,7 +143,7 @@ def test_max_load_csv_is_the_curve_with_the_answer_on_each_row(capsys):
     rows = _csv_rows(_run(capsys, [*ml, "--format", "csv"]))
     assert [float(r["load"]) for r in rows] == pytest.approx([c["load"] for c in doc["curve"]])
     assert {r["search"] for r in rows} == {"rate"}
-    assert [float(r["max_arrival_rate"]) for r in rows] == pytest.approx([doc["max_arrival_rate"]] * len(rows))
+    assert [float(r["max_arrival_requests_per_s"]) for r in rows] == pytest.approx([doc["max_arrival_requests_per_s"]] * len(rows))
 
 
 def test_points_that_do_not_fit_show_no_timings_in_the_table_but_keep_them_in_json(capsys):
@@ -163,5 +163,5 @@ def test_every_dash_in_the_simulate_table_is_explained(capsys):
                         "1", "--rate", "2", "--requests", "40"])
     dashed = [line.split()[0] for line in out.splitlines() if line.split()[1:] == [MISSING]]
     notes = " ".join(line for line in out.splitlines() if line.startswith("note: no value for"))
-    assert {"tpot_p50_s", "slo_attainment", "goodput_rps"} <= set(dashed)
+    assert {"tpot_p50_s", "slo_attainment", "goodput_requests_per_s"} <= set(dashed)
     assert all(name in notes for name in dashed) and "no SLO given" in notes

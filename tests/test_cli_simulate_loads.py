@@ -27,10 +27,10 @@ def test_each_load_of_a_list_is_the_single_load_run(capsys, flag, values):
     for point, value in zip(doc["points"], values, strict=True):
         one = json.loads(_run(capsys, [*BASE, flag, value, "--format", "json"]))
         assert "points" not in one  # one load: the document is that run's, as before
-        for key in ("ttft_p50_s", "ttft_mean_s", "tpot_p95_s", "throughput_rps", "completed"):
+        for key in ("ttft_p50_s", "ttft_mean_s", "tpot_p95_s", "requests_per_s", "completed"):
             assert point[key] == one[key], (value, key)
     a, b = doc["points"]
-    assert a["throughput_rps"] < b["throughput_rps"]  # more load, more throughput (unsaturated)
+    assert a["requests_per_s"] < b["requests_per_s"]  # more load, more throughput (unsaturated)
     rows = list(csv.DictReader(io.StringIO(_run(capsys, [*BASE, flag, ",".join(values), "--format", "csv"]))))
     assert len(rows) == len(values)
     table = _run(capsys, [*BASE, flag, ",".join(values)]).splitlines()

@@ -27,7 +27,7 @@ def test_csv_is_the_api_frame(capsys):
     want = sweep("llama-3.1-8b", ["h100-sxm", "h200-sxm"], tp=[1, 3], weights=["bf16", "fp8"], batch=[1, 16],
                  isl=[1024, 4096], osl=128)
     assert list(got.columns) == COLUMNS and len(got) == len(want) == 2 * 2 * 2 * 2 * 2
-    for col in ("ttft_s", "tpot_s", "per_device_tokens_per_s", "memory_used_bytes_per_device"):
+    for col in ("ttft_s", "tpot_s", "output_tokens_per_s_per_device", "memory_used_bytes_per_device"):
         pd.testing.assert_series_equal(got[col], want[col].astype(float), check_names=False, rtol=1e-12)
     assert list(got["hardware"]) == list(want["hardware"].astype(str))
 
@@ -90,4 +90,4 @@ def test_utilisation_power_basis_is_idle_plus_u_times_the_rest(capsys):
     # 2 devices x (150 W + 0.5 x (700 W TDP - 150 W)) = 850 W
     assert float(rows[0]["power_w"]) == pytest.approx(850.0)
     tps = float(rows[0]["output_tokens_per_s"])
-    assert float(rows[0]["tokens_per_s_per_mw"]) == pytest.approx(tps / 850.0 * 1e6)
+    assert float(rows[0]["output_tokens_per_s_per_mw"]) == pytest.approx(tps / 850.0 * 1e6)

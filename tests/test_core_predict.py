@@ -287,4 +287,4 @@ def test_cli_notes_checkpoint_formats(capsys):
     rc = main(["predict", "--model", "deepseek-v3", "--hardware", "h200-sxm", "--tp", "8", "--weights", "fp8",
                "--isl", "1024", "--osl", "16", "--batch", "1", "--format", "json"])
     out = capsys.readouterr()
-    assert rc == 0 and "block-scaled" in out.err and json.loads(out.out)[0]["precision"].startswith("w:fp8 ")
+    assert rc == 0 and "block-scaled" in out.err and json.loads(out.out)[0]["weights"] == "fp8"

@@ -20,7 +20,7 @@ def test_demo_prints_table_and_writes_plots(tmp_path, capsys):
 
 def test_demo_table_names_each_rate_as_the_csv_does_without_exponents(tmp_path, capsys):
     """The table's rates carry the CSV's names (the decode-only per-device rate is not called
-    per_device_tokens_per_s, which is the static batch's output rate per device), numbers are printed
+    output_tokens_per_s_per_device, which is the static batch's output rate per device), numbers are printed
     to 4 significant figures in fixed notation (10580, not 1.058e+04), in the CSV's units."""
     import pandas as pd
 

@@ -119,5 +119,5 @@ def test_power_rules():
 def test_tokens_per_mw_with_user_power():
     dep = {"model": "llama-3.1-8b", "pools": {"g": {"hardware": "h100", "power_per_device": "1 kW"}}}
     p = predict_deployment(dep, 1024, 64, [1, 8])
-    np.testing.assert_allclose(p.tokens_per_s_per_mw, p.output_tokens_per_s / 1e-3)
+    np.testing.assert_allclose(p.output_tokens_per_s_per_mw, p.output_tokens_per_s / 1e-3)
     assert p.config["power_w"] == 1000.0

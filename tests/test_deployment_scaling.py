@@ -16,7 +16,7 @@ def test_tp_scaling_is_sub_linear_with_coordination_cost():
     assert np.all(np.diff(df["per_user_tokens_per_s"]) > 0)  # more devices help the user...
     assert np.all(df["speedup"] <= df["ideal_speedup"] + 1e-12)  # ...but less than linearly
     assert df["scaling_efficiency"].iloc[-1] < 1.0
-    assert np.all(np.diff(df["per_device_tokens_per_s"]) < 0)  # each device does less
+    assert np.all(np.diff(df["decode_tokens_per_s_per_device"]) < 0)  # each device does less
     assert df["comm_share"].iloc[0] == 0.0 and np.all(df["comm_share"].iloc[1:] > 0)
     assert not df["fits"].iloc[0] and df["fits"].iloc[-1]  # 70B bf16 does not fit one 80 GB GPU
 

@@ -117,7 +117,7 @@ def test_records_have_core_keys_plus_deployment_keys():
         assert k in rec
     assert set(rec["pools"]["lpu"]) >= {"devices", "memory_fits", "busy_fraction", "power_w"}
     assert rec["pools"]["lpu"]["power_w"] is None and rec["power_w"] is None  # LP30 power is not published
-    assert rec["tokens_per_s_per_mw"] is None
+    assert rec["output_tokens_per_s_per_mw"] is None
     assert any("groq-lp30 has no published power" in a for a in rec["assumptions"])
     df = predict_deployment(SPLIT, 1024, 16, [1, 2]).to_dataframe()
     assert len(df) == 2 and "lpu.busy_fraction" in df

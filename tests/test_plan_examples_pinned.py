@@ -42,7 +42,7 @@ EXAMPLES = {
 
 #: Ranked-row fields compared exactly (the plan's structure) and within REL (simulated figures).
 EXACT = ("deployment", "devices", "replicas", "prefill_workers", "decode_workers", "rank")
-FIGURES = ("goodput_rps", "slo_attainment", "ttft_p95_s", "tpot_p95_s", "output_tokens_per_s", "power_w",
+FIGURES = ("goodput_requests_per_s", "slo_attainment", "ttft_p95_s", "tpot_p95_s", "output_tokens_per_s", "power_w",
            "cost_per_hour")
 REL = 1e-9
 

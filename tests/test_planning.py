@@ -54,7 +54,7 @@ def test_sweep_matches_predict_and_scales_with_dp():
     assert one.output_tokens_per_s == pytest.approx(float(ref.output_tokens_per_s))
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s)
     assert two.devices == 2 and two.concurrency == 16 and two.power_w == pytest.approx(1400.0)
-    assert two.per_device_tokens_per_s == pytest.approx(one.per_device_tokens_per_s)
+    assert two.output_tokens_per_s_per_device == pytest.approx(one.output_tokens_per_s_per_device)
     assert "TDP 700 W" in two.power_basis
 
 

@@ -16,7 +16,7 @@ DEP = {"pools": {"g": {"hardware": "h100-sxm", "power_per_device": "1000 W"}}}
 def _claim(**over):
     base = {
         "id": "test", "title": "test", "claimed_by": "test", "source": "https://example.org",
-        "metric": "tokens_per_s_per_mw", "claim_type": "ratio", "claimed": 4.0, "model": "llama-3.1-8b",
+        "metric": "output_tokens_per_s_per_mw", "claim_type": "ratio", "claimed": 4.0, "model": "llama-3.1-8b",
         "operating_point": {"per_user_tokens_per_s": 100, "isl": 512, "osl": 64, "max_batch": 64},
         "baseline": DEP,
         "candidate": {"pools": {"g": {"hardware": "h100-sxm", "power_per_device": "500 W"}}},

@@ -37,7 +37,7 @@ def hand_plan():
 
 def test_plan_replicas_are_ceil_rate_over_capacity(hand_plan):
     best = hand_plan.best
-    cap = best["per_replica_max_rps"]
+    cap = best["max_requests_per_s_per_replica"]
     assert 0.9 * SATURATION <= cap <= 1.02 * SATURATION  # max_load finds the saturation rate, 38.1 req/s
     assert best["replicas"] == math.ceil(100.0 / cap) == 3
     assert best["devices"] == 2 * best["replicas"]
@@ -117,8 +117,8 @@ def test_plan_cli_json(capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     best = out["ranked"][0]
-    for key in ("deployment", "devices", "replicas", "goodput_rps", "slo_attainment", "power_w",
-                "cost_per_hour", "tokens_per_s_per_mw"):
+    for key in ("deployment", "devices", "replicas", "goodput_requests_per_s", "slo_attainment", "power_w",
+                "cost_per_hour", "output_tokens_per_s_per_mw"):
         assert key in best
     assert best["cost_per_hour"] == pytest.approx(2.5 * best["devices"])
     assert out["rejected"][0]["rejected_for"] == "layout"
@@ -142,6 +142,6 @@ def test_capacity_bounded_when_one_run_fits_in_a_batch():
     w = Workload.fixed(ISL, OSL, rate=100.0)
     r = plan(None, w, {"ttft": "1 s", "tpot": "50 ms"}, [Candidate("wide", ConstantStepModel(STEP))],
              engine=eng, requests=300)
-    cap = r.best["per_replica_max_rps"]
+    cap = r.best["max_requests_per_s_per_replica"]
     assert cap <= 1.02 * 1024 / (OSL * STEP)
     assert r.best["replicas"] == 1

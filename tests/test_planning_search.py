@@ -57,7 +57,7 @@ def test_replica_bound_is_above_the_steady_state(kw, engine):
     for isl, osl in ((2048, 256), (256, 2048)):
         x_ub = replica_capacity_bound(eng.step(sm), eng.profile, isl, osl)
         ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng)
-        assert float(ss.throughput_rps) <= x_ub
+        assert float(ss.requests_per_s) <= x_ub
 
 
 def test_steady_state_rtol_stops_early_within_tolerance():
@@ -66,7 +66,7 @@ def test_steady_state_rtol_stops_early_within_tolerance():
     sm = StepModel("llama-3.1-8b", "h100-sxm")
     full = steady_state(sm, 64.0, 1024, 256, engine="vllm")
     quick = steady_state(sm, 64.0, 1024, 256, engine="vllm", rtol=1e-9)
-    assert float(quick.throughput_rps) == pytest.approx(float(full.throughput_rps), rel=1e-8)
+    assert float(quick.requests_per_s) == pytest.approx(float(full.requests_per_s), rel=1e-8)
     assert float(quick.ttft_s) == pytest.approx(float(full.ttft_s), rel=1e-7)
 
 

@@ -118,11 +118,11 @@ def test_pareto_front(tmp_path):
     y = np.array([5.0, 4.0, 1.0, 0.5, 4.5])
     assert plots.pareto_mask(x, y).tolist() == [True, True, True, False, False]
     df = pd.DataFrame({"deployment": ["a"] * 3 + ["b"] * 2, "per_user_tokens_per_s": x,
-                       "per_device_tokens_per_s": y, "batch": [1, 8, 32, 1, 8]})
-    _check(plots.pareto_front(df, y="per_device_tokens_per_s", normalize=None, annotate="batch"),
+                       "output_tokens_per_s_per_device": y, "batch": [1, 8, 32, 1, 8]})
+    _check(plots.pareto_front(df, y="output_tokens_per_s_per_device", normalize=None, annotate="batch"),
            tmp_path / "pareto.png")
     with pytest.raises(pm.errors.ConfigError, match="is not a rate of a whole row"):
-        plots.pareto_front(df, y="per_device_tokens_per_s")  # already per device: not divided again
+        plots.pareto_front(df, y="output_tokens_per_s_per_device")  # already per device: not divided again
     with pytest.raises(pm.errors.ConfigError, match="'output_tokens_per_s': not a column"):
         plots.pareto_front(df)
 
@@ -131,7 +131,7 @@ def test_slo_vs_load(tmp_path):
     load = np.linspace(1, 10, 8)
     df = pd.DataFrame({"load": load, "ttft_p50_s": 0.2 * load, "ttft_p95_s": 0.4 * load,
                        "tpot_p50_s": 0.01 * load, "tpot_p95_s": 0.02 * load,
-                       "goodput_rps": np.minimum(load, 6.0)})
+                       "goodput_requests_per_s": np.minimum(load, 6.0)})
     fig = plots.slo_vs_load(df, slo_ttft=2.0, slo_tpot=0.05)
     assert [a.get_ylabel() for a in fig.axes] == ["TTFT [s]", "TPOT [ms]", "goodput [req/s]"]
     _check(fig, tmp_path / "slo.png")
@@ -146,7 +146,7 @@ def test_slo_vs_load_from_a_load_search(tmp_path):
     from types import SimpleNamespace
 
     curve = [{"load": c, "ttft_p50_s": 0.1 * c, "ttft_p95_s": 0.2 * c, "tpot_p50_s": 0.01,
-              "tpot_p95_s": None if c == 1 else 0.02, "goodput_rps": 0.5 * c} for c in (1, 2, 4, 8)]
+              "tpot_p95_s": None if c == 1 else 0.02, "goodput_requests_per_s": 0.5 * c} for c in (1, 2, 4, 8)]
     fig = plots.slo_vs_load(SimpleNamespace(curve=curve, mode="concurrency", max_load=4))
     assert fig.axes[0].get_xlabel() == "concurrency [clients]"
     assert any("max load 4" in t.get_text() for t in fig.axes[2].texts)
@@ -298,7 +298,7 @@ def test_normalisation_errors_name_the_missing_data():
 
 def test_percentiles_have_distinct_colours_and_a_legend():
     load = np.linspace(1, 10, 6)
-    df = pd.DataFrame({"load": load, "goodput_rps": load, "devices": 4, **{
+    df = pd.DataFrame({"load": load, "goodput_requests_per_s": load, "devices": 4, **{
         f"{m}_{p}_s": k * load for m in ("ttft", "tpot") for p, k in (("p50", 1), ("p90", 2), ("p95", 3),
                                                                          ("p99", 4))}})
     fig = plots.slo_vs_load(df, normalize="device", slo_ttft=20.0, slo_tpot=0.05)
@@ -316,7 +316,7 @@ def test_load_search_figure_is_described_by_its_config():
     from types import SimpleNamespace
 
     curve = [{"load": c, "ttft_p50_s": 0.1 * c, "ttft_p95_s": 0.2 * c, "tpot_p50_s": 0.01, "tpot_p95_s": 0.02,
-              "goodput_rps": 0.5 * c} for c in (1, 2, 4)]
+              "goodput_requests_per_s": 0.5 * c} for c in (1, 2, 4)]
     cfg = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "parallel": "tp2", "precision": "w:fp8 a:fp8 kv:fp8",
            "isl": 1024.0, "osl": 256.0, "engine": "vllm", "devices": 2}
     fig = plots.slo_vs_load(SimpleNamespace(curve=curve, mode="rate", max_load=2, config=cfg, bracketed=False),

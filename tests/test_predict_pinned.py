@@ -79,7 +79,7 @@ CASES = {
         osl=list(range(20, 20 + 13 * 80, 13)), batch=[4, 32] * 40),
 }
 
-NUMBERS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_device_tokens_per_s", "kv_bytes_per_device",
+NUMBERS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "output_tokens_per_s_per_device", "kv_bytes_per_device",
            "memory_used_bytes_per_device", "max_batch_at_context")
 LABELS = ("fits", "prefill_bound", "decode_bound", "fit_reason")
 

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("perfmodel.core.step", reason="the CLI builds perfmodel.core.step.StepModel")
 
 BASE = ["--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--tp", "1", "--isl", "1024", "--osl", "256"]
-REQUIRED_KEYS = ("arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_output_tokens_per_s",
-                 "goodput_rps", "slo_attainment", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
+REQUIRED_KEYS = ("arrived", "completed", "cancelled", "rejected", "in_flight", "output_tokens_per_s",
+                 "goodput_requests_per_s", "slo_attainment", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s",
                  "tpot_p95_s", "tpot_p99_s")
 
 
@@ -63,7 +63,7 @@ def test_simulate_with_workload_file_and_overrides(capsys):
 def test_max_load_json(capsys):
     out = run_json(capsys, ["max-load", *BASE, "--slo-ttft", "2s", "--slo-tpot", "50ms", "--requests", "300",
                             "--target", "0.95", "--rel-tol", "0.1", "--format", "json"])
-    assert out["max_arrival_rate"] > 0 and out["curve"]
+    assert out["max_arrival_requests_per_s"] > 0 and out["curve"]
     out = run_json(capsys, ["max-load", *BASE, "--slo-tpot", "20ms", "--requests", "200", "--search",
                             "concurrency", "--format", "json"])
     assert isinstance(out["max_concurrency"], int) and out["max_concurrency"] >= 1

@@ -22,7 +22,7 @@ def _nan_keys(summary: dict) -> list[str]:
 def test_prefill_only_run_has_no_tpot_and_says_why(step_model):
     s = pm.simulate(step_model, {"arrival": {"rate": "2/s"}, "isl": 512, "osl": 1, "requests": 40}).summary()
     assert s["completed"] == 40 and not _nan_keys(s)
-    assert s["tpot_p50_s"] is None and s["itl_p99_s"] is None and s["user_tokens_per_s_mean"] is None
+    assert s["tpot_p50_s"] is None and s["itl_p99_s"] is None and s["per_user_mean_tokens_per_s"] is None
     assert "2 or more output tokens" in s["undefined"]["tpot_mean_s"]
     assert s["ttft_p50_s"] > 0 and "ttft_p50_s" not in s["undefined"]
 

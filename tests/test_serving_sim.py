@@ -41,7 +41,7 @@ def test_md1_mean_wait_matches_pollaczek_khinchine(rho):
     pk = lam * s * s / (2 * (1 - rho))
     assert wait == pytest.approx(pk, rel=0.04)
     assert np.allclose(res.ttft_s - res.queue_s, s)          # TTFT = queueing + one step
-    assert res.summary()["throughput_rps"] == pytest.approx(lam, rel=0.02)
+    assert res.summary()["requests_per_s"] == pytest.approx(lam, rel=0.02)
 
 
 def test_md1_with_multi_step_service():
@@ -62,7 +62,7 @@ def test_closed_loop_obeys_littles_law():
     w = Workload.fixed(200, 20, concurrency=C, think_time=Z)
     res = simulate(LinearStepModel(base=0.004, per_token=1e-5), w, requests=3000, seed=5)
     s = res.summary(warmup=0.2)
-    assert s["throughput_rps"] * (s["e2e_mean_s"] + Z) == pytest.approx(C, rel=0.03)
+    assert s["requests_per_s"] * (s["e2e_mean_s"] + Z) == pytest.approx(C, rel=0.03)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def test_seeded_runs_are_reproducible():
 def test_fixed_rate_queue_grows_without_bound_fixed_concurrency_self_throttles():
     model = RooflineStepModel.llama_8b_h100()
     cap = simulate(model, Workload.fixed(1024, 256, concurrency=256), requests=1500, seed=1)
-    capacity = cap.summary(warmup=0.3)["throughput_rps"]
+    capacity = cap.summary(warmup=0.3)["requests_per_s"]
     over = Workload.fixed(1024, 256, rate=1.5 * capacity)
     short = simulate(model, over, requests=1500, seed=1)
     long = simulate(model, over, requests=4500, seed=1)
@@ -220,7 +220,7 @@ def test_saturation_with_timeouts_cancels_requests():
     res = simulate(model, w, requests=3000, seed=2)
     s = res.summary()
     assert s["cancelled"] > 0.2 * s["arrived"]
-    assert s["slo_attainment"] < 0.5 and s["goodput_rps"] < s["throughput_rps"]
+    assert s["slo_attainment"] < 0.5 and s["goodput_requests_per_s"] < s["requests_per_s"]
     ok = Workload.fixed(2048, 256, rate=3.0, timeout="20 s")
     assert simulate(model, ok, requests=500, seed=2).summary()["cancelled"] == 0
 
@@ -238,7 +238,7 @@ def test_separate_percentiles_pass_while_the_joint_slo_fails():
     assert s["slo_separate_percentiles_pass"]
     assert s["slo_attainment_ttft"] >= 0.95 and s["slo_attainment_tpot"] >= 0.95
     assert s["slo_attainment"] < 0.95 and not s["slo_met"]
-    assert s["goodput_rps"] < s["throughput_rps"]
+    assert s["goodput_requests_per_s"] < s["requests_per_s"]
 
 
 def load_workload_mixed():

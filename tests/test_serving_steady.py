@@ -44,7 +44,7 @@ def test_steady_state_agrees_with_the_simulator(engine, isl, osl, c):
     ss, s = compare(engine, isl, osl, c)
     assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
     assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
-    assert float(ss.throughput_rps) == pytest.approx(s["throughput_rps"], rel=0.15)
+    assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.15)
 
 
 @pytest.mark.parametrize("engine,isl,osl,c", [
@@ -59,7 +59,7 @@ def test_multi_chunk_prompt_ttft_matches_the_simulator(engine, isl, osl, c):
     TTFT; the mean prefix of all k chunks on the full ones gave 1.05x (16380)."""
     ss, s = compare(engine, isl, osl, c)
     assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.03)
-    assert float(ss.throughput_rps) == pytest.approx(s["throughput_rps"], rel=0.15)
+    assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.15)
 
 
 def test_steady_state_when_memory_binds():
@@ -110,8 +110,8 @@ def test_steady_state_is_vectorised_and_monotone():
     ss = steady_state(H100_8B, c, 1024, 256, engine=PRESET)
     assert ss.tpot_s.shape == c.shape
     assert (np.diff(ss.tpot_s) >= -1e-12).all()
-    assert (np.diff(ss.throughput_rps) >= -1e-9).all()
-    assert ss.throughput_output_tokens_per_s == pytest.approx(ss.throughput_rps * 256)
+    assert (np.diff(ss.requests_per_s) >= -1e-9).all()
+    assert ss.output_tokens_per_s == pytest.approx(ss.requests_per_s * 256)
     assert ss.e2e_s == pytest.approx(ss.ttft_s + 255 * ss.tpot_s)
     # one client: TPOT is the decode step, TTFT a decode step (wait) plus the prefill step
     one = steady_state(H100_8B, 1, 1024, 256, engine=PRESET)
@@ -126,7 +126,7 @@ def test_steady_state_accepts_a_workload_and_think_time():
     w = Workload.fixed(1024, 256, concurrency=16, think_time=1.0)
     a = steady_state(H100_8B, 16, w)
     b = steady_state(H100_8B, 16, 1024, 256)
-    assert float(a.throughput_rps) < float(b.throughput_rps)
+    assert float(a.requests_per_s) < float(b.requests_per_s)
 
 
 def test_think_time_per_point_matches_scalar_calls():

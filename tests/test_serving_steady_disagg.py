@@ -23,7 +23,7 @@ def test_light_load_by_hand():
     r = steady_state_disagg(s, s, 2, 1024, 101, prefill_engine=NO_OVERHEAD, kv_transfer_s=0.005)
     assert float(r.ttft_s) == pytest.approx(0.015)
     assert float(r.tpot_s) == pytest.approx(0.01)
-    assert float(r.throughput_rps) == pytest.approx(2 / 1.015, rel=1e-6)
+    assert float(r.requests_per_s) == pytest.approx(2 / 1.015, rel=1e-6)
     assert float(r.n_decode) == pytest.approx(2 / 1.015, rel=1e-6)
     assert str(r.limited_by) == "clients"
 
@@ -33,18 +33,18 @@ def test_prefill_pool_capacity_by_hand():
     # 1000 clients queue for it: TTFT = C / X - (O - 1) TPOT = 10 - 0.1 s
     s = ConstantStepModel(0.01)
     r = steady_state_disagg(s, s, 1000, 8192, 11, prefill_engine=NO_OVERHEAD)
-    assert float(r.throughput_rps) == pytest.approx(100.0, rel=1e-3)
+    assert float(r.requests_per_s) == pytest.approx(100.0, rel=1e-3)
     assert float(r.ttft_s) == pytest.approx(9.9, rel=1e-3)
     assert str(r.limited_by) == "prefill_pool"
     two = steady_state_disagg(s, s, 1000, 8192, 11, prefill_replicas=2, prefill_engine=NO_OVERHEAD)
-    assert float(two.throughput_rps) == pytest.approx(200.0, rel=1e-3)
+    assert float(two.requests_per_s) == pytest.approx(200.0, rel=1e-3)
 
 
 def test_attention_dp_schedulers_multiply_budgets():
     s = ConstantStepModel(0.01)
     # two ranks each prefill one 8192-token prompt per 10 ms step: 200 requests/s
     r = steady_state_disagg(s, s, 1000, 8192, 11, prefill_engine=NO_OVERHEAD, prefill_schedulers=2)
-    assert float(r.throughput_rps) == pytest.approx(200.0, rel=1e-3)
+    assert float(r.requests_per_s) == pytest.approx(200.0, rel=1e-3)
     few = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0, max_num_seqs=4)
     one = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few)
     two = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few, decode_schedulers=2)
@@ -79,7 +79,7 @@ def test_vectorised_and_validated():
     for i in range(3):
         one = steady_state_disagg(H100_8B, H100_8B, c[i], 1024, 256, decode_replicas=2)
         assert float(r.ttft_s[i]) == pytest.approx(float(one.ttft_s))
-    assert np.all(np.diff(r.throughput_rps) > 0) and np.all(np.diff(r.tpot_s) > 0)
+    assert np.all(np.diff(r.requests_per_s) > 0) and np.all(np.diff(r.tpot_s) > 0)
     for kw, field in (({"prefill_replicas": 0}, "prefill_replicas"), ({"kv_transfer_s": -1.0}, "kv_transfer_s"),
                       ({"think_time": -0.1}, "think_time")):
         with pytest.raises(ConfigError, match=field):
@@ -111,14 +111,14 @@ def test_agrees_with_the_simulator_while_clients_bind(case):
     assert str(ss.limited_by) == "clients"
     assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.05)
     assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.1)
-    assert float(ss.throughput_rps) == pytest.approx(s["throughput_rps"], rel=0.1)
+    assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.1)
 
 
 @pytest.mark.parametrize("case", PREFILL_BOUND)
 def test_prefill_bound_throughput_near_the_simulator(case):
     ss, s = _both(*case)
     assert str(ss.limited_by) == "prefill_pool"
-    assert float(ss.throughput_rps) == pytest.approx(s["throughput_rps"], rel=0.2)
+    assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.2)
     assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.1)
 
 
@@ -140,7 +140,7 @@ def test_closed_loop_identity_and_bounds(c, isl, osl, p, d, z, sync):
     lin = LinearStepModel(base=0.004, per_token=3e-5, per_attention=1e-9, kv_capacity_tokens=2_000_000)
     r = steady_state_disagg(lin, lin, c, isl, osl, prefill_replicas=p, decode_replicas=d, think_time=z,
                             prefill_engine=NO_OVERHEAD, sync_fraction=sync)
-    ttft, tpot, x = float(r.ttft_s), float(r.tpot_s), float(r.throughput_rps)
+    ttft, tpot, x = float(r.ttft_s), float(r.tpot_s), float(r.requests_per_s)
     assert np.isfinite([ttft, tpot, x]).all() and ttft > 0 and tpot > 0 and x > 0
     # Little's law over the whole loop: every client is thinking, waiting for its first token or decoding
     assert c == pytest.approx(x * (ttft + (osl - 1) * tpot + z), rel=2e-3)

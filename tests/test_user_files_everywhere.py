@@ -47,7 +47,7 @@ def files(tmp_path: Path) -> dict[str, str]:
     claim = tmp_path / "claim.yaml"
     claim.write_text(yaml.safe_dump({
         "schema_version": 1, "kind": "claim", "id": "mine-vs-shipped", "title": "same figures, same answer",
-        "claimed_by": "test", "source": "https://example.org", "metric": "per_device_tokens_per_s",
+        "claimed_by": "test", "source": "https://example.org", "metric": "output_tokens_per_s_per_device",
         "claim_type": "ratio", "claimed": 1.0, "model": "my-llama/config.json",
         "operating_point": {"per_user_tokens_per_s": 20, "isl": 256, "osl": 16, "max_batch": 64},
         "baseline": {"name": "shipped", **side, "pools": {"gpu": {"hardware": "h100-sxm", "count": 1}}},
@@ -84,12 +84,12 @@ def test_predict_and_sweep(files, capsys):
 def test_estimate_simulate_and_max_load(files, capsys):
     est = pm.estimate(files["model"], files["gpu"], engine="vllm", concurrency=[1, 4], **KW)
     ref = pm.estimate("llama-3.1-8b", "h100-sxm", engine="vllm", concurrency=[1, 4], **KW)
-    assert est.ttft_s.tolist() == pytest.approx(ref.ttft_s.tolist(), rel=1e-12)
+    assert est.ttft_mean_s.tolist() == pytest.approx(ref.ttft_mean_s.tolist(), rel=1e-12)
     # the profile actually used, named by the file's id (not its path)
     assert est.efficiency_profile.iloc[0] == f"h100-sxm (fallback for {GPU_ID})"
     out = cli_json(["estimate", "--model", files["model"], "--hardware", files["gpu"], "--engine", "vllm",
                     "--concurrency", "4", "--isl", "256", "--osl", "16"], capsys)
-    assert out["points"][0]["ttft_s"] == pytest.approx(ref.ttft_s.iloc[1], rel=1e-12)
+    assert out["points"][0]["ttft_mean_s"] == pytest.approx(ref.ttft_mean_s.iloc[1], rel=1e-12)
 
     mine = {"model": files["model"], "hardware": files["gpu"]}
     shipped = {"model": "llama-3.1-8b", "hardware": "h100-sxm"}
@@ -111,7 +111,7 @@ def test_estimate_simulate_and_max_load(files, capsys):
     out = cli_json(["max-load", "--model", files["model"], "--hardware", files["gpu"], "--isl", "256", "--osl", "16",
                     "--slo-ttft", "200ms", "--slo-tpot", "20ms", "--target", "0.9", "--requests", "300", "--seed", "1",
                     "--quiet"], capsys)
-    assert out["max_arrival_rate"] == pytest.approx(float(y.max_load), rel=1e-12)
+    assert out["max_arrival_requests_per_s"] == pytest.approx(float(y.max_load), rel=1e-12)
 
 
 def test_plan_with_a_model_file_and_a_hardware_file(files, capsys):
@@ -119,7 +119,7 @@ def test_plan_with_a_model_file_and_a_hardware_file(files, capsys):
     res = pm.plan(files["model"], WL, SLO, **kw)
     by_hw = {r["hardware"]: r for r in res.ranked}
     assert set(by_hw) == {GPU_ID, "h100-sxm"}  # before: the model file was lost ("unknown model 'my-llama'")
-    assert by_hw[GPU_ID]["goodput_rps"] == pytest.approx(by_hw["h100-sxm"]["goodput_rps"], rel=1e-12)
+    assert by_hw[GPU_ID]["goodput_requests_per_s"] == pytest.approx(by_hw["h100-sxm"]["goodput_requests_per_s"], rel=1e-12)
     # the engine is pointed at the folder of the config.json (its weights' folder), not at the bare id
     argv = res.launch("vllm").commands[0]["argv"]
     assert argv[:3] == ["vllm", "serve", str(Path(files["model"]).parent)]

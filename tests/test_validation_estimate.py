@@ -26,8 +26,8 @@ def test_estimate_reproduces_the_validation_prediction_of_a_measured_row():
                    tp=4).iloc[0]
     assert (est["weights"], est["kv_cache"]) == ("fp8_block", "fp8")
     # same formats, step models, engine and steady state; the validation interpolates tabulated steps
-    assert est["ttft_s"] == pytest.approx(pred["predicted_ttft_s"], rel=0.01)
-    assert est["tpot_s"] == pytest.approx(pred["predicted_tpot_s"], rel=0.01)
+    assert est["ttft_mean_s"] == pytest.approx(pred["predicted_ttft_s"], rel=0.01)
+    assert est["tpot_mean_s"] == pytest.approx(pred["predicted_tpot_s"], rel=0.01)
 
 
 def test_closed_loop_identities_and_calibration_effect():
@@ -36,12 +36,12 @@ def test_closed_loop_identities_and_calibration_effect():
     pre = estimate("llama-3.1-70b", "h200-sxm", engine="vllm-preset", concurrency=[1, 8, 64], isl=1024, osl=512,
                    **kw)
     for out in (cal, pre):
-        assert out["e2e_s"].to_numpy() == pytest.approx(out["ttft_s"] + 511 * out["tpot_s"])
-        assert (out["requests_per_s"] * out["e2e_s"]).to_numpy() == pytest.approx([1, 8, 64])
-        assert out["output_tokens_per_s_per_gpu"].to_numpy() == pytest.approx(out["output_tokens_per_s"] / 4)
-        assert np.all(np.diff(out["tpot_s"]) > 0)
+        assert out["e2e_mean_s"].to_numpy() == pytest.approx(out["ttft_mean_s"] + 511 * out["tpot_mean_s"])
+        assert (out["requests_per_s"] * out["e2e_mean_s"]).to_numpy() == pytest.approx([1, 8, 64])
+        assert out["output_tokens_per_s_per_device"].to_numpy() == pytest.approx(out["output_tokens_per_s"] / 4)
+        assert np.all(np.diff(out["tpot_mean_s"]) > 0)
     # the fitted engine adds the request overhead outside the engine (≥ 1 ms by its bounds)
-    assert np.all(cal["ttft_s"] > pre["ttft_s"])
+    assert np.all(cal["ttft_mean_s"] > pre["ttft_mean_s"])
     assert set(cal["engine_calibration"]) == {"calibrated"} and set(cal["mode"]) == {"agg"}
     assert "fitted terms" in cal["engine"][0] and "uncalibrated" in pre["engine"][0]
 
@@ -49,9 +49,9 @@ def test_closed_loop_identities_and_calibration_effect():
 def test_disaggregated_estimate():
     out = estimate("deepseek-ai/DeepSeek-R1", "gb200", engine="trtllm", concurrency=[64, 512], isl=8192, osl=1024,
                    tp=8, ep=8, weights="fp4", prefill=PrefillPool(tp=4, ep=4, workers=2, decode_workers=1))
-    assert set(out["mode"]) == {"disagg"} and set(out["gpus"]) == {8 + 2 * 4}
-    assert np.all(np.isfinite(out[["ttft_s", "tpot_s"]].to_numpy()))
-    assert out["ttft_s"].iloc[1] > out["ttft_s"].iloc[0] and out["tpot_s"].iloc[1] > out["tpot_s"].iloc[0]
+    assert set(out["mode"]) == {"disagg"} and set(out["devices"]) == {8 + 2 * 4}
+    assert np.all(np.isfinite(out[["ttft_mean_s", "tpot_mean_s"]].to_numpy()))
+    assert out["ttft_mean_s"].iloc[1] > out["ttft_mean_s"].iloc[0] and out["tpot_mean_s"].iloc[1] > out["tpot_mean_s"].iloc[0]
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -88,7 +88,7 @@ def test_estimate_reports_what_binds():
     out = estimate("llama-3.1-70b", "h100-sxm", engine="vllm", concurrency=[8, 2048], isl=1024, osl=8192, tp=4,
                    weights="fp8")
     assert out["limited_by"].tolist() == ["clients", "kv_cache"]
-    assert out["n_decode"].iloc[0] == pytest.approx(8, rel=0.05) and out["n_decode"].iloc[1] < 2048
+    assert out["decode_batch_mean"].iloc[0] == pytest.approx(8, rel=0.05) and out["decode_batch_mean"].iloc[1] < 2048
 
 
 def test_cli_json(capsys):

@@ -251,7 +251,7 @@ def test_ttft_grows_toward_capacity(replica):
     """Capacity = completions per second when overloaded (40 req/s); TTFT rises with the rate and is
     more than twice the idle TTFT at 90 % of capacity."""
     sm, engine = replica
-    cap = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, requests=300).throughput_rps
+    cap = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, requests=300).requests_per_s
     ttft = [simulate_row(sm, engine, 1024, 128, f * cap, 1.0, requests=300).ttft_s for f in (0.01, 0.5, 0.9)]
     assert ttft[0] < ttft[1] < ttft[2] and ttft[2] > 2 * ttft[0]
 

@@ -18,10 +18,10 @@ from .output import add_format_arg, checkpoint_note, emit, format_table, print_n
 from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
 #: Columns printed in the table view.
-TABLE_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
-                 "output_tokens_per_s_per_gpu", "n_decode", "limited_by")
+TABLE_COLUMNS = ("ttft_mean_s", "tpot_mean_s", "e2e_mean_s", "requests_per_s", "output_tokens_per_s",
+                 "output_tokens_per_s_per_device", "decode_batch_mean", "limited_by")
 #: What the time columns are (estimate has no percentiles; simulate has both).
-MEANS_NOTE = ("note: ttft_s, tpot_s and e2e_s are means over requests (e2e_s = ttft_s + (osl - 1) tpot_s); "
+MEANS_NOTE = ("note: times are means over requests (e2e_mean_s = ttft_mean_s + (osl - 1) tpot_mean_s); "
               "for percentiles run perfmodel simulate with the same load")
 #: P/D pool options and their defaults (given without --prefill-workers they are an error).
 POOL_OPTIONS = {"decode_workers": 1, "prefill_tp": 1, "prefill_dp_attention": 1, "prefill_ep": 1}
@@ -91,7 +91,7 @@ def run(args) -> int:
     formats = ["weights", "kv_cache", "kv_cache_tokens"] if several else []
     columns = ["rate" if args.rate is not None else "concurrency", *formats, *TABLE_COLUMNS]
     first = out.iloc[0]
-    meta = {"mode": first["mode"], "gpus": int(first["gpus"]),
+    meta = {"mode": first["mode"], "devices": int(first["devices"]),
             **({} if formats else {"weights": first["weights"], "kv_cache": first["kv_cache"],
                                    "kv_cache_tokens": int(first["kv_cache_tokens"])}),
             "efficiency_profile": first["efficiency_profile"],

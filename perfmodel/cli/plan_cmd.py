@@ -168,16 +168,16 @@ def run(args) -> int:
 #: Why a ranked plan row can lack a value.
 PLAN_WHY = {"cost_per_hour": "no price for this hardware (give --price HARDWARE=USD/h, or --objective cost "
                              "for list prices)",
-            "power_w": "no power figure for this hardware", "tokens_per_s_per_mw": "no power figure for this hardware"}
+            "power_w": "no power figure for this hardware", "output_tokens_per_s_per_mw": "no power figure for this hardware"}
 
 
 def _plan_table(result, args, launch, launch_error: str | None) -> None:
     i = result.inputs
-    print(f"{i['model']}: {i['rate_rps']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
+    print(f"{i['model']}: {i['rate_requests_per_s']:g} req/s, ISL {i['isl_mean']:g} / OSL {i['osl_mean']:g}, SLO "
           f"{', '.join(f'{k} < {v:g} s' for k, v in i['slo'].items())} for {i['target']:.0%} of requests; "
           f"ranked by {i['objective']}; engine {i['engine']}; power basis {i['power_basis']}")
-    cols = ["rank", "deployment", "devices", "replicas", "goodput_rps", "slo_attainment", "ttft_mean_s",
-            "ttft_p95_s", "tpot_mean_s", "tpot_p95_s", "power_w", "cost_per_hour", "tokens_per_s_per_mw"]
+    cols = ["rank", "deployment", "devices", "replicas", "goodput_requests_per_s", "slo_attainment", "ttft_mean_s",
+            "ttft_p95_s", "tpot_mean_s", "tpot_p95_s", "power_w", "cost_per_hour", "output_tokens_per_s_per_mw"]
     for hw, row in i["list_prices"].items():
         print(f"cost of {hw}: " + (_list_price_line(row) if row else "no list price in the shipped table "
                                    "(pass --price HARDWARE=USD/h); ranked last"))

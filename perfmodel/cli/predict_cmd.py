@@ -145,7 +145,7 @@ def run(args) -> int:
 
     def table() -> None:
         metrics = ["ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "per_user_tokens_per_s",
-                   "per_device_tokens_per_s"]
+                   "output_tokens_per_s_per_device"]
         rows = blank_unfit(records, metrics)
         cols = ["batch", "isl", "osl", *metrics, "fits", "prefill_bound", "decode_bound"]
         if unfit:  # say why on the row itself
@@ -153,7 +153,8 @@ def run(args) -> int:
             cols.append("why_not")
         first = rows[0]
         print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
-              f"{first['precision']}, efficiency: {first['efficiency']}); TTFT excludes queueing")
+              f"weights {first['weights']}, activations {first['activations']}, kv_cache {first['kv_cache']}, "
+              f"efficiency: {first['efficiency']}); TTFT excludes queueing")
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
         if first.get("spec_decode") not in (None, "off") and "speculative" not in str(first.get("engine")):

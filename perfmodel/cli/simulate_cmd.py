@@ -229,11 +229,11 @@ def _router(name: str) -> str:
 
 
 #: Rows of the simulate table, in order (those the summary holds).
-TABLE_KEYS = ("arrived", "completed", "cancelled", "rejected", "in_flight", "throughput_rps",
-              "throughput_output_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s",
+TABLE_KEYS = ("arrived", "completed", "cancelled", "rejected", "in_flight", "requests_per_s",
+              "output_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s",
               "tpot_mean_s", "tpot_p50_s", "tpot_p95_s", "tpot_p99_s", "e2e_mean_s", "e2e_p50_s", "e2e_p95_s",
               "itl_p99_s", "queue_mean_s", "preemptions", "slo_attainment", "slo_attainment_ttft",
-              "slo_attainment_tpot", "goodput_rps", "prefix_hit_rate")
+              "slo_attainment_tpot", "goodput_requests_per_s", "prefix_hit_rate")
 
 
 def _loads(args) -> list[tuple[str | None, float | int | None]]:
@@ -364,7 +364,7 @@ def run_max_load(args) -> int:
     out = {**found.as_dict(), "engine": eng.describe(),
            "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
            "formats": _formats(model), "search_note": found.note, "note": engine_note(eng)}
-    key = "max_arrival_rate" if mode == "rate" else "max_concurrency"
+    key = "max_arrival_requests_per_s" if mode == "rate" else "max_concurrency"
 
     def table() -> None:
         bound = "" if found.bracketed else ">= "
@@ -373,7 +373,7 @@ def run_max_load(args) -> int:
         print(f"formats: {out['formats']}")
         if found.note:
             print(f"note: {found.note}")
-        cols = ["load", "slo_attainment", "goodput_rps", "throughput_output_tokens_per_s", "ttft_p95_s",
+        cols = ["load", "slo_attainment", "goodput_requests_per_s", "output_tokens_per_s", "ttft_p95_s",
                 "tpot_p95_s", "cancelled"]
         print(format_table(found.curve, cols, why={c: "no request of that load completed with this metric"
                                                    for c in cols}))

@@ -15,10 +15,10 @@ from .output import add_format_arg, add_quiet_arg, blank_unfit, emit, format_tab
 
 #: Columns of the table view (the CSV and JSON have every column of the frame).
 TABLE_COLUMNS = ["model", "hardware", "tp", "pp", "ep", "dp", "devices", "precision", "batch", "isl", "osl",
-                 "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "per_device_tokens_per_s",
+                 "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "output_tokens_per_s_per_device",
                  "fits"]
 #: Metrics the table leaves out where a point cannot run or does not fit.
-METRICS = ("ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "per_device_tokens_per_s")
+METRICS = ("ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "output_tokens_per_s_per_device")
 #: Why a table cell of a sweep can be empty.
 WHY = {c: "the layout cannot run, the load does not split over dp, or the point does not fit in memory "
           "(why_not says which; --format json or csv has the values of points that do not fit)"
@@ -53,7 +53,7 @@ def register(sub) -> None:
     p.add_argument("--efficiency", default="calibrated",
                    help="'calibrated' (default), 'datasheet' (pure roofline) or a profile name")
     p.add_argument("--power-basis", choices=("tdp", "utilisation", "system"), default="tdp",
-                   help="power basis of tokens_per_s_per_mw (default tdp)")
+                   help="power basis of output_tokens_per_s_per_mw (default tdp)")
     p.add_argument("--idle", help="P_idle per device for --power-basis utilisation, e.g. 150W")
     p.add_argument("--utilisation", type=real(0, 1, lo_open=True), default=1.0,
                    help="busy fraction u for the utilisation basis (default 1)")

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..checks import MAX_COUNT, broadcast, counts
 from ..errors import ConfigError
+from ..precision import label_fields
 from .breakdown import StepBreakdown, dominant_term
 from .memory import static_batch_budget
 from .ops import StepShape
@@ -77,7 +78,7 @@ class Prediction:
     decode_tokens_per_s: np.ndarray
     total_tokens_per_s: np.ndarray
     per_user_tokens_per_s: np.ndarray
-    per_device_tokens_per_s: np.ndarray
+    output_tokens_per_s_per_device: np.ndarray
     fits: np.ndarray
     fit_reason: np.ndarray
     weights_bytes_per_device: float
@@ -92,6 +93,13 @@ class Prediction:
     stacked_parts: StepBreakdown = field(repr=False)
 
     @property
+    def per_device_tokens_per_s(self) -> np.ndarray:
+        """Deprecated name of :attr:`output_tokens_per_s_per_device` (warns; removed next release)."""
+        from ..metrics_vocabulary import deprecated_attribute
+
+        return getattr(self, deprecated_attribute("Prediction", "per_device_tokens_per_s"))
+
+    @property
     def prefill_parts(self) -> StepBreakdown:
         """Per op class parts of the prefill step (first operating point of the first chunk)."""
         return self.stacked_parts.select(0)
@@ -103,7 +111,7 @@ class Prediction:
 
     COLUMNS = (
         "batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_tokens_per_s",
-        "total_tokens_per_s", "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "fit_reason",
+        "total_tokens_per_s", "per_user_tokens_per_s", "output_tokens_per_s_per_device", "fits", "fit_reason",
         "weights_bytes_per_device", "kv_bytes_per_device", "memory_used_bytes_per_device",
         "max_batch_at_context", "prefill_bound", "decode_bound",
     )
@@ -126,7 +134,10 @@ class Prediction:
         for int_col in ("batch", "isl", "osl"):
             df[int_col] = df[int_col].astype(int)
         recs = df.to_dict(orient="records")
+        formats = label_fields(self.config["precision"])
         for r in recs:
+            del r["precision"]
+            r.update(formats)
             r["efficiency_fallback"] = self.config["efficiency_fallback"]
             r["basis"] = self.config["basis"]
             r["engine"] = self.config.get("engine")
@@ -464,7 +475,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         batch=b, isl=i, osl=o, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         output_tokens_per_s=out_tps, decode_tokens_per_s=b / tpot,
         total_tokens_per_s=b * (i + o) / e2e, per_user_tokens_per_s=1.0 / tpot,
-        per_device_tokens_per_s=out_tps / par.devices, fits=mem.fits, fit_reason=mem.reason(),
+        output_tokens_per_s_per_device=out_tps / par.devices, fits=mem.fits, fit_reason=mem.reason(),
         weights_bytes_per_device=mem.weights, kv_bytes_per_device=mem.kv_cache,
         memory_used_bytes_per_device=mem.used, memory_capacity_bytes=sm.hardware.memory_capacity,
         max_batch_at_context=mem.max_batch,

@@ -190,14 +190,14 @@ def predict_deployment(deployment, isl=1024, osl=128, batch=1, strict: bool = Fa
     cols = dict(
         batch=b, isl=i, osl=o, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, output_tokens_per_s=out_tps,
         decode_tokens_per_s=r_dec * b / tpot, total_tokens_per_s=out_tps * (i + o) / o,
-        per_user_tokens_per_s=1.0 / tpot, per_device_tokens_per_s=out_tps / plan.devices, fits=fits,
+        per_user_tokens_per_s=1.0 / tpot, output_tokens_per_s_per_device=out_tps / plan.devices, fits=fits,
         fit_reason=reason, weights_bytes_per_device=np.broadcast_to(top["weights"], b.shape),
         kv_bytes_per_device=np.broadcast_to(top["kv"], b.shape),
         memory_used_bytes_per_device=np.broadcast_to(top["used"], b.shape),
         max_batch_at_context=np.broadcast_to(max_batch, b.shape), prefill_bound=pre.prefill_bound,
         decode_bound=np.broadcast_to(decode_bound, b.shape), prefill_s=prefill_s, kv_transfer_s=kv_s,
         comm_s_per_token=np.broadcast_to(comm, b.shape), collective_s_per_token=np.broadcast_to(coll, b.shape),
-        tokens_per_s_per_mw=per_mw)
+        output_tokens_per_s_per_mw=per_mw)
     sms = [sm for sm in (plan.prefill_sm, plan.decode_sm, plan.attention_sm, plan.ffn_sm) if sm is not None]
     effs = {sm.efficiency.name for sm in sms}
     config = {

@@ -5,7 +5,7 @@ Keys of :meth:`DeploymentPrediction.records` are those of the core
 ``kv_transfer_s`` (exposed KV transfer, P/D), ``comm_s_per_token`` (exchange between pools on the
 decode critical path per output token: TPOT minus TPOT with a free link), ``collective_s_per_token``
 (collectives inside pools on the critical path, attributed after the exchange, so that the two sum
-to at most TPOT), ``micro_batches``, ``power_w``, ``tokens_per_s_per_mw`` (``None`` where power is unknown),
+to at most TPOT), ``micro_batches``, ``power_w``, ``output_tokens_per_s_per_mw`` (``None`` where power is unknown),
 ``assumptions`` and ``pools``: ``{name: {hardware, roles, layout, devices, memory_fits, fit_reason,
 memory_used_bytes_per_device, memory_capacity_bytes, busy_fraction, power_w, power_basis}}``.
 The per-device memory keys at top level are those of the decode-attention pool.
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..plain import plain
+from ..precision import label_fields
 from .power import PoolPower
 
 #: Engine of every deployment result: deployments are not run through a serving engine.
@@ -62,10 +63,10 @@ class DeploymentPrediction:
 
     COLUMNS = (
         "batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "decode_tokens_per_s",
-        "total_tokens_per_s", "per_user_tokens_per_s", "per_device_tokens_per_s", "fits", "fit_reason",
+        "total_tokens_per_s", "per_user_tokens_per_s", "output_tokens_per_s_per_device", "fits", "fit_reason",
         "weights_bytes_per_device", "kv_bytes_per_device", "memory_used_bytes_per_device",
         "max_batch_at_context", "prefill_bound", "decode_bound", "prefill_s", "kv_transfer_s",
-        "comm_s_per_token", "collective_s_per_token", "tokens_per_s_per_mw",
+        "comm_s_per_token", "collective_s_per_token", "output_tokens_per_s_per_mw",
     )
     CONFIG_KEYS = ("model", "hardware", "devices", "parallel", "precision", "efficiency", "mode",
                    "micro_batches", "power_w", "spec_decode", "prefix_hit_rate")
@@ -74,6 +75,10 @@ class DeploymentPrediction:
         cols = self.__dict__.get("columns", {})
         if name in cols:
             return cols[name]
+        from ..metrics_vocabulary import DEPRECATED_ATTRIBUTES, deprecated_attribute
+
+        if name in DEPRECATED_ATTRIBUTES and DEPRECATED_ATTRIBUTES[name] in cols:
+            return cols[deprecated_attribute("DeploymentPrediction", name)]
         raise AttributeError(name)
 
     @property
@@ -106,7 +111,8 @@ class DeploymentPrediction:
             rec: dict[str, Any] = {c: plain(flat[c][k]) for c in self.COLUMNS}
             for c in ("batch", "isl", "osl"):
                 rec[c] = int(rec[c])
-            rec.update({c: plain(self.config[c]) for c in self.CONFIG_KEYS})
+            rec.update({c: plain(self.config[c]) for c in self.CONFIG_KEYS if c != "precision"})
+            rec.update(label_fields(self.config["precision"]))
             rec["efficiency_fallback"] = bool(self.config["efficiency_fallback"])
             rec["basis"] = self.config["basis"]
             rec["engine"] = BARE_ENGINE
@@ -133,7 +139,7 @@ class DeploymentPrediction:
                          f"{'+'.join(p.roles)}; memory {fit}; power {watts}")
         from ..tables import UNFIT_WHY_PY, points_table
 
-        metrics = ["ttft_s", "tpot_s", "per_user_tokens_per_s", "per_device_tokens_per_s", "comm_s_per_token",
+        metrics = ["ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s_per_device", "comm_s_per_token",
                    "kv_transfer_s"]
         lines.append(points_table(self.records(), ["batch", "isl", "osl", *metrics, "fits"], metrics,
                                   UNFIT_WHY_PY))

@@ -58,7 +58,7 @@ def scaling_curve(model, hardware, devices: Sequence[int] = (1, 2, 4, 8), isl: i
     -------
     pandas.DataFrame
         Columns devices, layout, tpot_s, per_user_tokens_per_s, speedup, ideal_speedup,
-        scaling_efficiency, decode_tokens_per_s, per_device_tokens_per_s, comm_s_per_token,
+        scaling_efficiency, decode_tokens_per_s, decode_tokens_per_s_per_device, comm_s_per_token,
         comm_share, fits.
     """
     ds = [checks.count(d, "devices") for d in devices]
@@ -73,13 +73,13 @@ def scaling_curve(model, hardware, devices: Sequence[int] = (1, 2, 4, 8), isl: i
         comm = float(np.ravel(sm.breakdown(StepShape.make(n_decode=batch, context=isl + 0.5 * osl)).comm_total)[0])
         rows.append({"devices": d, "layout": sm.parallel.label(), "tpot_s": tpot,
                      "per_user_tokens_per_s": 1.0 / tpot, "decode_tokens_per_s": batch / tpot,
-                     "per_device_tokens_per_s": batch / tpot / d, "comm_s_per_token": comm,
+                     "decode_tokens_per_s_per_device": batch / tpot / d, "comm_s_per_token": comm,
                      "comm_share": comm / tpot, "fits": bool(np.ravel(p.fits)[0])})
     df = pd.DataFrame(rows)
     df["speedup"] = df["tpot_s"].iloc[0] / df["tpot_s"]
     df["ideal_speedup"] = df["devices"] / df["devices"].iloc[0]
     df["scaling_efficiency"] = df["speedup"] / df["ideal_speedup"]
     order = ["devices", "layout", "tpot_s", "per_user_tokens_per_s", "speedup", "ideal_speedup",
-             "scaling_efficiency", "decode_tokens_per_s", "per_device_tokens_per_s", "comm_s_per_token",
+             "scaling_efficiency", "decode_tokens_per_s", "decode_tokens_per_s_per_device", "comm_s_per_token",
              "comm_share", "fits"]
     return df[order]

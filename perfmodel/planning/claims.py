@@ -53,7 +53,7 @@ from ..spec_base import Strict as _Strict
 from ..spec_base import format_validation_error
 from ..units import to_si, units_required
 
-Metric = Literal["tokens_per_s_per_mw", "per_device_tokens_per_s", "per_user_tokens_per_s",
+Metric = Literal["output_tokens_per_s_per_mw", "output_tokens_per_s_per_device", "per_user_tokens_per_s",
                  "output_tokens_per_s"]
 
 

@@ -20,9 +20,9 @@ from numpy.typing import ArrayLike
 #: Axis labels with units for the columns of :func:`perfmodel.planning.sweep` results.
 AXIS_LABELS = {
     "per_user_tokens_per_s": "output tokens/s per user [tok/s]",
-    "per_device_tokens_per_s": "output tokens/s per device [tok/s/device]",
+    "output_tokens_per_s_per_device": "output tokens/s per device [tok/s/device]",
     "output_tokens_per_s": "output tokens/s, all devices [tok/s]",
-    "tokens_per_s_per_mw": "output tokens/s per MW [tok/s/MW]",
+    "output_tokens_per_s_per_mw": "output tokens/s per MW [tok/s/MW]",
     "output_tokens_per_usd": "output tokens per US dollar [tok/USD]",
     "usd_per_m_output": "cost per million output tokens [USD/Mtok]",
     "usd_per_m_output_all_in": "cost per million output tokens, all-in [USD/Mtok]",
@@ -33,7 +33,7 @@ AXIS_LABELS = {
     "batch": "sequences per replica [-]",
     "devices": "devices [-]",
     "power_w": "power [W]",
-    "goodput_rps": "goodput [requests/s]",
+    "goodput_requests_per_s": "goodput [requests/s]",
 }
 
 
@@ -87,7 +87,7 @@ def pareto_front(df: pd.DataFrame, x: str, y: str, maximize: tuple[bool, bool] =
     df : pandas.DataFrame
         E.g. a :func:`~perfmodel.planning.sweep` result.
     x, y : str
-        Column names (e.g. ``per_user_tokens_per_s`` and ``per_device_tokens_per_s``).
+        Column names (e.g. ``per_user_tokens_per_s`` and ``output_tokens_per_s_per_device``).
     maximize : (bool, bool)
         Direction of each axis (cost columns are minimised: ``(True, False)``).
     by : str or list of str, optional
@@ -118,7 +118,7 @@ def axis_label(column: str) -> str:
     return AXIS_LABELS.get(column, column)
 
 
-def plot_pareto(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "per_device_tokens_per_s",
+def plot_pareto(df: pd.DataFrame, x: str = "per_user_tokens_per_s", y: str = "output_tokens_per_s_per_device",
                 by: str | None = "hardware", maximize: tuple[bool, bool] = (True, True), ax=None,
                 show_points: bool = True, logy: bool = False):
     """Plot the Pareto front of ``y`` against ``x`` (one line per ``by`` group) and return the Axes.
@@ -179,7 +179,7 @@ def _quantity(column: str) -> str:
 
 
 def plot_fronts(df: pd.DataFrame, x: str = "per_user_tokens_per_s",
-                ys: Sequence[str] = ("per_device_tokens_per_s", "tokens_per_s_per_mw", "output_tokens_per_usd"),
+                ys: Sequence[str] = ("output_tokens_per_s_per_device", "output_tokens_per_s_per_mw", "output_tokens_per_usd"),
                 by: str | None = "hardware"):
     """One panel per efficiency metric (per device, per MW, per dollar) against ``x``.
 

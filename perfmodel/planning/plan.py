@@ -28,8 +28,8 @@ An aggregated candidate is sized as follows:
 
 A P/D candidate's prefill and decode worker counts are sized by :mod:`perfmodel.planning.plan_disagg`.
 
-``goodput_rps`` is the simulation's (requests meeting every limit per second of simulated time, which
-includes the ramp-up and the drain of a finite run, so it reads a little below ``offered_rps``).
+``goodput_requests_per_s`` is the simulation's (requests meeting every limit per second of simulated time, which
+includes the ramp-up and the drain of a finite run, so it reads a little below ``offered_requests_per_s``).
 Accepted candidates are ranked by ``objective``: ``devices`` (R × devices per replica), ``power``
 [W on the stated basis] or ``cost`` [USD/h, from a device-hour price or a total-cost model], ties
 broken by the others, then by the screen's bound, then by the order of enumeration. Every
@@ -221,8 +221,8 @@ def _evaluate(task: Mapping[str, Any]) -> dict[str, Any]:
                                               f"at {rate:g} req/s with {replicas} replicas")}
     return {"accepted": True, "outcome": "accepted", "simulated": True,
             **plan_row(task, summary, f"{c.name} x{replicas}", int(replicas * sm.devices), {
-                "devices_per_replica": int(sm.devices), "replicas": replicas, "per_replica_max_rps": cap,
-                "per_replica_steady_state_rps": x_max})}
+                "devices_per_replica": int(sm.devices), "replicas": replicas, "max_requests_per_s_per_replica": cap,
+                "steady_state_requests_per_s_per_replica": x_max})}
 
 
 def _price_for(price: Any, hw: str | None) -> float | None:
@@ -425,7 +425,7 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
                    lambda fn, batch: map_tasks(fn, batch, executor, False, "candidates"),
                    wave=workers(executor), prune=bool(prune), progress=progress,
                    collapse=bool(searched["max_num_seqs"]))
-    inputs = {"model": model, "rate_rps": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
+    inputs = {"model": model, "rate_requests_per_s": lam, "isl_mean": w.isl.mean, "osl_mean": w.osl.mean,
               "slo": s.limits(), "target": s.target, "objective": objective,
               "engine": engines[0].label if len(names) == 1 else ", ".join(names),
               "engines": list(dict.fromkeys(replace(e, spec=None).label for e in engines)),

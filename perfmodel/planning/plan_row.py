@@ -25,18 +25,18 @@ def plan_row(task: Mapping[str, Any], summary: Mapping[str, Any], name: str, dev
     c, eng = task["candidate"], task["engine"]
     power_w = float(c.power.power_w(devices)) if c.power is not None else float("nan")
     cost = hourly_cost(c, devices, task["tco"])
-    out_tps = summary["throughput_output_tokens_per_s"]
+    out_tps = summary["output_tokens_per_s"]
     spec = eng.spec.label() if eng.spec is not None else "off"
     label = task.get("variant")
     return {"deployment": name + (f" + {spec}" if eng.spec is not None else "") + (f" [{label}]" if label else ""),
-            "hardware": c.hardware, **c.layout, "spec_decode": spec, **engine_columns(eng), **sizing, "devices": devices, "offered_rps": task["rate"],
-            "goodput_rps": summary["goodput_rps"],
+            "hardware": c.hardware, **c.layout, "spec_decode": spec, **engine_columns(eng), **sizing, "devices": devices, "offered_requests_per_s": task["rate"],
+            "goodput_requests_per_s": summary["goodput_requests_per_s"],
             "slo_attainment": summary["slo_attainment"], "ttft_mean_s": summary.get("ttft_mean_s"),
             "tpot_mean_s": summary.get("tpot_mean_s"), "ttft_p95_s": summary.get("ttft_p95_s"),
             "tpot_p95_s": summary.get("tpot_p95_s"), "output_tokens_per_s": out_tps, "power_w": power_w,
             "power_basis": c.power.describe() if c.power is not None else "not given",
             "cost_per_hour": cost, "price_source": c.price_source if np.isfinite(cost) else "not given",
-            "tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
+            "output_tokens_per_s_per_mw": float(tokens_per_s_per_mw(out_tps, power_w)),
             "usd_per_m_output_all_in": cost / 3600.0 * 1e6 / out_tps if out_tps > 0 else float("nan")}
 
 

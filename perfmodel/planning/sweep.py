@@ -9,8 +9,8 @@ never an exception, so one bad corner does not hide the rest of the table.
 
 Metrics per row (SI units; see :mod:`perfmodel.core.predict` for their definitions, static batch, no
 queueing): ``ttft_s``, ``tpot_s``, ``e2e_s``, ``per_user_tokens_per_s`` = 1/TPOT,
-``output_tokens_per_s`` = dp · batch · OSL / E2E (all replicas), ``per_device_tokens_per_s``,
-``power_w`` and ``tokens_per_s_per_mw`` on the stated ``power_basis``, and with a price or a
+``output_tokens_per_s`` = dp · batch · OSL / E2E (all replicas), ``output_tokens_per_s_per_device``,
+``power_w`` and ``output_tokens_per_s_per_mw`` on the stated ``power_basis``, and with a price or a
 :class:`~perfmodel.planning.cost.TotalCost` the hourly cost, USD per million tokens and
 ``output_tokens_per_usd`` = 3600 · output tokens/s / (USD/h).
 """
@@ -49,8 +49,8 @@ if TYPE_CHECKING:   # pandas is imported where a frame is made (perfmodel.planni
 COLUMNS = [
     "model", "hardware", "tp", "pp", "ep", "dp_attention", "dp", "devices", "precision", "efficiency",
     "batch", "concurrency", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "per_user_tokens_per_s",
-    "output_tokens_per_s", "input_tokens_per_s", "per_device_tokens_per_s", "fits", "valid", "reason",
-    "prefill_bound", "decode_bound", "memory_used_bytes_per_device", "power_w", "tokens_per_s_per_mw",
+    "output_tokens_per_s", "input_tokens_per_s", "output_tokens_per_s_per_device", "fits", "valid", "reason",
+    "prefill_bound", "decode_bound", "memory_used_bytes_per_device", "power_w", "output_tokens_per_s_per_mw",
     "power_basis", "usd_per_hour", "usd_per_m_input", "usd_per_m_output", "usd_per_m_output_all_in",
     "output_tokens_per_usd", "basis",
 ]
@@ -233,8 +233,8 @@ def _add_invalid(out: FrameBuilder, n: int, ident: dict, load, isl, osl, is_conc
     nan = _nan(n)
     out.add(n, {**ident, "devices": np.nan, "batch": batch, "concurrency": batch * d, "isl": isl, "osl": osl,
                 **{c: nan for c in ("ttft_s", "tpot_s", "e2e_s", "per_user_tokens_per_s", "output_tokens_per_s",
-                                    "input_tokens_per_s", "per_device_tokens_per_s",
-                                    "memory_used_bytes_per_device", "power_w", "tokens_per_s_per_mw",
+                                    "input_tokens_per_s", "output_tokens_per_s_per_device",
+                                    "memory_used_bytes_per_device", "power_w", "output_tokens_per_s_per_mw",
                                     "usd_per_hour", "usd_per_m_input", "usd_per_m_output",
                                     "usd_per_m_output_all_in", "output_tokens_per_usd")},
                 "fits": np.zeros(n, bool), "valid": np.zeros(n, bool), "reason": reason,
@@ -259,11 +259,11 @@ def _add_valid(out: FrameBuilder, ident: dict, pred, batch: np.ndarray, ok: np.n
                 "concurrency": batch * dp, "isl": pred.isl, "osl": pred.osl, "ttft_s": masked(pred.ttft_s),
                 "tpot_s": masked(pred.tpot_s), "e2e_s": masked(pred.e2e_s),
                 "per_user_tokens_per_s": masked(pred.per_user_tokens_per_s), "output_tokens_per_s": out_tps,
-                "input_tokens_per_s": in_tps, "per_device_tokens_per_s": out_tps / devices,
+                "input_tokens_per_s": in_tps, "output_tokens_per_s_per_device": out_tps / devices,
                 "fits": pred.fits & ok, "valid": ok, "reason": reason, "prefill_bound": pred.prefill_bound,
                 "decode_bound": pred.decode_bound,
                 "memory_used_bytes_per_device": pred.memory_used_bytes_per_device,
-                "power_w": power_w, "tokens_per_s_per_mw": tokens_per_s_per_mw(out_tps, power_w), **cost,
+                "power_w": power_w, "output_tokens_per_s_per_mw": tokens_per_s_per_mw(out_tps, power_w), **cost,
                 "basis": pred.config["basis"]})
 
 

@@ -179,8 +179,8 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
 
     Expected columns (those of the curve of :func:`perfmodel.serving.max_load`): a load column
     (``load``, ``rate_rps``, ``arrival_rate_rps``, ``request_rate`` or ``concurrency``),
-    ``ttft_p50_s``, ``ttft_p95_s``, ``tpot_p50_s``, ``tpot_p95_s`` [s] and ``goodput_rps``
-    [req/s]. Present ``_p90_s`` / ``_p99_s`` columns are drawn too, and ``throughput_rps`` next to
+    ``ttft_p50_s``, ``ttft_p95_s``, ``tpot_p50_s``, ``tpot_p95_s`` [s] and ``goodput_requests_per_s``
+    [req/s]. Present ``_p90_s`` / ``_p99_s`` columns are drawn too, and ``requests_per_s`` next to
     goodput.
 
     Parameters
@@ -233,12 +233,12 @@ def slo_vs_load(df: pd.DataFrame | Any, *, load: str | None = None, load_label: 
             a.axhline(limit * k, color="#b8323a", lw=1.2, label=f"SLO {limit * k:g} {unit}")
         a.set(xlabel=xl, ylabel=f"{title} [{unit}]", title=f"{title} percentiles")
         a.legend(loc="upper left")
-    if "goodput_rps" not in d:
-        raise KeyError(f"expected a goodput_rps column, got {list(df.columns)}")
-    goodput, goodput_label = normalized_rate(d, "goodput_rps", normalize)
+    if "goodput_requests_per_s" not in d:
+        raise KeyError(f"expected a goodput_requests_per_s column, got {list(df.columns)}")
+    goodput, goodput_label = normalized_rate(d, "goodput_requests_per_s", normalize)
     axes[2].plot(d[col], goodput, marker="o", ms=3.5, color="#2f9e5a", label="goodput")
-    if "throughput_rps" in d:
-        axes[2].plot(d[col], normalized_rate(d, "throughput_rps", normalize)[0], marker="o", ms=3.5, ls="--",
+    if "requests_per_s" in d:
+        axes[2].plot(d[col], normalized_rate(d, "requests_per_s", normalize)[0], marker="o", ms=3.5, ls="--",
                      color="#8f8f8f", label="throughput (all completions)")
     if max_load is not None and np.isfinite(max_load) and max_load > 0:
         for a in axes:

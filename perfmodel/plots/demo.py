@@ -81,7 +81,7 @@ def demo_figures(df: pd.DataFrame) -> dict[str, Figure]:
         the whole batch (idle replica, no queueing); ``pareto``: tokens/s per user against decode
         tokens/s per GPU (per device when the frame has no ``gpus`` column), each point a batch size.
         A split deployment's rate is divided by its GPUs only (the 8 GPUs every configuration has);
-        its other chips (LPUs) are named in the title and counted in ``per_device_tokens_per_s``.
+        its other chips (LPUs) are named in the title and counted in ``output_tokens_per_s_per_device``.
     """
     missing = [c for c in DEMO_COLUMNS if c not in df]
     if missing:
@@ -101,7 +101,7 @@ def demo_figures(df: pd.DataFrame) -> dict[str, Figure]:
         mixed = df[others > 0].drop_duplicates("deployment")
         set_title(ax, title_parts(ax)[0], title_parts(ax)[1] + "\n" + wrap("; ".join(
             f"{r.deployment}: per GPU of its {r.gpus:g}, its other {r.devices - r.gpus:g} chips not counted"
-            for r in mixed.itertuples()) + " (per chip: per_device_tokens_per_s in comparison.csv)"))
+            for r in mixed.itertuples()) + " (per chip: output_tokens_per_s_per_device in comparison.csv)"))
     figs["pareto"] = ax.figure
     return figs
 

@@ -1,6 +1,6 @@
 """Throughput normalised the way the reader compares it: per device, per GPU, per MW, per dollar, per user.
 
-A rate column of a result frame (``output_tokens_per_s``, ``decode_tokens_per_s``, ``goodput_rps``...)
+A rate column of a result frame (``output_tokens_per_s``, ``decode_tokens_per_s``, ``goodput_requests_per_s``...)
 is the throughput of everything the row describes: one replica for :func:`perfmodel.predict`, all
 replicas of a sweep row, all pools of a deployment. Dividing it by the right quantity of the same row
 gives
@@ -36,8 +36,8 @@ RATE_COLUMNS = {
     "decode_tokens_per_s": ("decode tokens/s", "tok"),
     "total_tokens_per_s": ("input+output tokens/s", "tok"),
     "input_tokens_per_s": ("input tokens/s", "tok"),
-    "goodput_rps": ("goodput", "req"),
-    "throughput_rps": ("throughput", "req"),
+    "goodput_requests_per_s": ("goodput", "req"),
+    "requests_per_s": ("throughput", "req"),
 }
 #: Accepted ``normalize`` values and how the axis label reads.
 NORMALIZE = {"device": "per device", "gpu": "per GPU", "mw": "per MW", "dollar": "per US dollar",

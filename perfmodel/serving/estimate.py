@@ -131,10 +131,11 @@ def estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency=None,
     Returns
     -------
     pandas.DataFrame
-        One row per load point: ``concurrency`` or ``rate``, ``ttft_s``, ``tpot_s``, ``e2e_s`` (means over
-        requests; no percentiles),
+        One row per load point: ``concurrency`` or ``rate``, ``ttft_mean_s``, ``tpot_mean_s``,
+        ``e2e_mean_s`` (means over requests; no percentiles: ``simulate`` has both),
         ``requests_per_s``, ``output_tokens_per_s`` (per replica, or the whole system when
-        disaggregated), ``output_tokens_per_s_per_gpu``, ``gpus``, ``n_decode``, ``limited_by``
+        disaggregated), ``output_tokens_per_s_per_device`` (that over ``devices``, the devices it is
+        counted over), ``decode_batch_mean`` (mean sequences in a decode step), ``limited_by``
         (closed loop: ``clients``, ``max_num_seqs``, ``kv_cache``, ``prefill_budget`` or
         ``prefill_pool``), ``path`` (``steady state`` or ``simulate``), the formats, ``kv_cache_tokens``
         (the (decode) replica's KV pool as the engine sizes it, :mod:`perfmodel.engine.kv_memory`), the
@@ -220,8 +221,8 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
         for lam in rates:
             w = Workload.fixed(isl, osl, rate=float(lam), prefix_hit_rate=prefix_hit_rate, **reuse)
             s = simulate(decode, w, engine=served, requests=RATE_REQUESTS, seed=seed).summary(warmup=RATE_WARMUP)
-            rows.append({"rate": lam, "ttft_s": s["ttft_mean_s"], "tpot_s": s["tpot_mean_s"],
-                         "requests_per_s": s["throughput_rps"], "n_decode": np.nan, "limited_by": "",
+            rows.append({"rate": lam, "ttft_mean_s": s["ttft_mean_s"], "tpot_mean_s": s["tpot_mean_s"],
+                         "requests_per_s": s["requests_per_s"], "decode_batch_mean": np.nan, "limited_by": "",
                          "path": "simulate"})
         out = pd.DataFrame(rows)
     else:
@@ -247,14 +248,14 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
                                       kv_transfer_s=request_kv_transfer_time(pre, total, isl),
                                       prefill_schedulers=prefill.dp_attention, decode_schedulers=dp_attention)
             gpus = total
-        out = pd.DataFrame({"concurrency": conc, "ttft_s": res.ttft_s, "tpot_s": res.tpot_s,
-                            "requests_per_s": res.throughput_rps, "n_decode": res.n_decode,
+        out = pd.DataFrame({"concurrency": conc, "ttft_mean_s": res.ttft_s, "tpot_mean_s": res.tpot_s,
+                            "requests_per_s": res.requests_per_s, "decode_batch_mean": res.n_decode,
                             "limited_by": res.limited_by, "path": "steady state"})
-    out["e2e_s"] = out["ttft_s"] + (osl - 1) * out["tpot_s"]
+    out["e2e_mean_s"] = out["ttft_mean_s"] + (osl - 1) * out["tpot_mean_s"]
     out["output_tokens_per_s"] = out["requests_per_s"] * osl
-    out["output_tokens_per_s_per_gpu"] = out["output_tokens_per_s"] / gpus
+    out["output_tokens_per_s_per_device"] = out["output_tokens_per_s"] / gpus
     kv_tokens = _pool_tokens(served, decode)
-    return out.assign(gpus=gpus, weights=weights, kv_cache=kv, kv_cache_tokens=kv_tokens,
+    return out.assign(devices=gpus, weights=weights, kv_cache=kv, kv_cache_tokens=kv_tokens,
                       mode="agg" if prefill is None else "disagg",
                       efficiency_profile=decode.efficiency.name, engine=served.label,
                       engine_calibration=calibration if served.calibrated else "none (uncalibrated engine)")

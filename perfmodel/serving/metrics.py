@@ -107,9 +107,9 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
         "rejected": int((st == REJECTED).sum()),
         "in_flight": int((st == IN_FLIGHT).sum()),
         "duration_s": window,
-        "throughput_rps": float(done.sum() / window),
-        "throughput_output_tokens_per_s": float(out_tok / window),
-        "throughput_input_tokens_per_s": float(res.isl[done].sum() / window),
+        "requests_per_s": float(done.sum() / window),
+        "output_tokens_per_s": float(out_tok / window),
+        "input_tokens_per_s": float(res.isl[done].sum() / window),
         "preemptions": int(res.preemptions[keep].sum()),
     }
     for name, arr in (("ttft", res.ttft_s), ("tpot", res.tpot_s), ("e2e", res.e2e_s),
@@ -117,9 +117,9 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
         s.update(percentiles(np.where(done, arr, np.nan), name))
     tpot = res.tpot_s[done]
     tpot = tpot[np.isfinite(tpot) & (tpot > 0)]
-    s["user_tokens_per_s_mean"] = float(np.mean(1.0 / tpot)) if tpot.size else float("nan")
-    s["inverse_mean_tpot_tokens_per_s"] = float(1.0 / tpot.mean()) if tpot.size else float("nan")
-    s["user_words_per_s_mean"] = s["user_tokens_per_s_mean"] / res.tokens_per_word
+    s["per_user_mean_tokens_per_s"] = float(np.mean(1.0 / tpot)) if tpot.size else float("nan")
+    s["per_user_at_mean_tpot_tokens_per_s"] = float(1.0 / tpot.mean()) if tpot.size else float("nan")
+    s["per_user_mean_words_per_s"] = s["per_user_mean_tokens_per_s"] / res.tokens_per_word
     itl_v, itl_w = res.itl_values, res.itl_weights
     for q, v in zip(PERCENTILES, weighted_percentiles(itl_v, itl_w), strict=True):
         s[f"itl_p{q}_s"] = v
@@ -133,7 +133,7 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
         n_dec = max(int(decided.sum()), 1)
         s["slo"] = {k: v for k, v in slo.model_dump().items() if v is not None}
         s["slo_attainment"] = float(met.sum() / n_dec)
-        s["goodput_rps"] = float(met.sum() / window)
+        s["goodput_requests_per_s"] = float(met.sum() / window)
         s["slo_undecided"] = int((keep & ~decided).sum())
         s["slo_met"] = bool(s["slo_attainment"] >= slo.target)
         q = 100.0 * slo.target
@@ -149,7 +149,7 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
         s["slo_separate_percentiles_pass"] = bool(separate)
     else:  # no objective: nothing to attain (None, not NaN: the run itself may be fine)
         s["slo_attainment"] = None
-        s["goodput_rps"] = None
+        s["goodput_requests_per_s"] = None
     if res.cached_tokens is not None:
         s.update(prefix_hit_rate(res, keep))
     return _undefined_as_none(s, res, done)
@@ -158,8 +158,8 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
 #: Why a statistic has no value, by metric prefix (when requests completed but none had the quantity).
 _NO_SECOND_TOKEN = ("no completed request produced 2 or more output tokens (TPOT and ITL are the times "
                     "between output tokens)")
-_UNDEFINED_WHY = {"tpot": _NO_SECOND_TOKEN, "itl": _NO_SECOND_TOKEN, "user": _NO_SECOND_TOKEN,
-                  "inverse": _NO_SECOND_TOKEN, "task": _NO_SECOND_TOKEN}
+_UNDEFINED_WHY = {"tpot": _NO_SECOND_TOKEN, "itl": _NO_SECOND_TOKEN, "per": _NO_SECOND_TOKEN,
+                  "task": _NO_SECOND_TOKEN}
 
 
 def prefix_hit_rate(res: SimulationResult, keep: np.ndarray) -> dict[str, Any]:

@@ -223,10 +223,10 @@ class SimulationResult:
         return df
 
     _SHOW = (("arrived", "{:d}"), ("completed", "{:d}"), ("cancelled", "{:d}"), ("rejected", "{:d}"),
-             ("in_flight", "{:d}"), ("throughput_output_tokens_per_s", "{:.1f}"),
+             ("in_flight", "{:d}"), ("output_tokens_per_s", "{:.1f}"),
              ("ttft_p50_s", "{:.3f}"), ("ttft_p95_s", "{:.3f}"), ("ttft_p99_s", "{:.3f}"),
              ("tpot_p50_s", "{:.4f}"), ("tpot_p95_s", "{:.4f}"), ("tpot_p99_s", "{:.4f}"),
-             ("e2e_p95_s", "{:.3f}"), ("slo_attainment", "{:.3f}"), ("goodput_rps", "{:.3f}"),
+             ("e2e_p95_s", "{:.3f}"), ("slo_attainment", "{:.3f}"), ("goodput_requests_per_s", "{:.3f}"),
              ("prefix_hit_rate", "{:.3f}"))
 
     def _rows(self) -> list[tuple[str, str]]:

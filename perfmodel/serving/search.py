@@ -24,7 +24,7 @@ from .simulator import DEFAULT_REQUESTS, Disaggregated, simulate
 from .steady_state import steady_state
 from .workload import SLO, Workload, load_workload
 
-_CURVE_KEYS = ("slo_attainment", "goodput_rps", "throughput_rps", "throughput_output_tokens_per_s",
+_CURVE_KEYS = ("slo_attainment", "goodput_requests_per_s", "requests_per_s", "output_tokens_per_s",
                "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p50_s", "tpot_p95_s", "tpot_p99_s",
                "e2e_p95_s", "completed", "cancelled", "rejected", "in_flight")
 
@@ -75,7 +75,7 @@ class LoadSearch:
         return pd.DataFrame(self.curve)
 
     def as_dict(self) -> dict[str, Any]:
-        key = "max_arrival_rate" if self.mode == "rate" else "max_concurrency"
+        key = "max_arrival_requests_per_s" if self.mode == "rate" else "max_concurrency"
         return {key: self.max_load, "target": self.target, "attainment_at_max": self.attainment,
                 "simulations": self.simulations, "bracketed": self.bracketed, "note": self.note,
                 "curve": self.curve}
@@ -105,7 +105,7 @@ def _first_guess(model: Any, w: Workload, eng: Any, replicas: int, mode: str) ->
         ss = steady_state(model, c, isl, osl, engine=eng)
         if mode == "concurrency":
             return float(c * replicas)
-        return max(float(ss.throughput_rps) * replicas, 1e-3)
+        return max(float(ss.requests_per_s) * replicas, 1e-3)
     except Exception:  # any model error: fall back to a plain start
         return 8.0 if mode == "concurrency" else 1.0
 

@@ -77,7 +77,7 @@ class SteadyState:
     ----------
     ttft_s, tpot_s, e2e_s : ndarray
         Mean TTFT (with queueing), TPOT and E2E [s].
-    throughput_rps, throughput_output_tokens_per_s : ndarray
+    requests_per_s, output_tokens_per_s : ndarray
         Completed requests [1/s] and output tokens [tokens/s] of one replica.
     n_decode : ndarray
         Mean number of decoding sequences.
@@ -88,13 +88,27 @@ class SteadyState:
     ttft_s: np.ndarray
     tpot_s: np.ndarray
     e2e_s: np.ndarray
-    throughput_rps: np.ndarray
-    throughput_output_tokens_per_s: np.ndarray
+    requests_per_s: np.ndarray
+    output_tokens_per_s: np.ndarray
     n_decode: np.ndarray
     limited_by: np.ndarray
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @property
+    def throughput_rps(self) -> np.ndarray:
+        """Deprecated name of :attr:`requests_per_s` (warns; removed next release)."""
+        from ..metrics_vocabulary import deprecated_attribute
+
+        return getattr(self, deprecated_attribute("SteadyState", "throughput_rps"))
+
+    @property
+    def throughput_output_tokens_per_s(self) -> np.ndarray:
+        """Deprecated name of :attr:`output_tokens_per_s` (warns; removed next release)."""
+        from ..metrics_vocabulary import deprecated_attribute
+
+        return getattr(self, deprecated_attribute("SteadyState", "throughput_output_tokens_per_s"))
 
 
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
@@ -283,5 +297,5 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     which = np.stack([np.full_like(C, np.inf)] + [np.broadcast_to(v, C.shape) for v in caps.values()])
     bound = np.where(n >= 0.999 * n_cap, np.argmin(which[1:], axis=0) + 1, 0)
     ttft = ttft + wave + serving_engine.ttft_added(tpot)
-    return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, throughput_rps=X,
-                       throughput_output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
+    return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, requests_per_s=X,
+                       output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])

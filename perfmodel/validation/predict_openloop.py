@@ -58,7 +58,7 @@ class OpenLoopPrediction:
     """Simulated means of one open-loop row over its replications (times in seconds).
 
     ``ci_*_pct``: half-width of the 95 % confidence interval of the mean, percent of the mean;
-    ``rate_rps``: arrivals per second the simulation sent (over all replicas); ``throughput_rps``:
+    ``rate_rps``: arrivals per second the simulation sent (over all replicas); ``requests_per_s``:
     completions per second from the first arrival to the last completion (below the rate when the
     deployment cannot keep up, and by the final drain in a short run); ``peak_in_flight``: the most
     requests sent and not yet finished at any time, over all replications (:func:`peak_in_flight`).
@@ -71,7 +71,7 @@ class OpenLoopPrediction:
     replications: int
     requests: int
     rate_rps: float
-    throughput_rps: float
+    requests_per_s: float
     peak_in_flight: int
 
 
@@ -136,7 +136,7 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
         tpot.append(float(np.nanmean(res.tpot_s[done])) if done.any() and osl > 1 else np.nan)
         span = float(res.arrival_s.max() - res.arrival_s.min())
         rates.append((res.n - 1) / span if span > 0 else np.nan)
-        thr.append(float(res.summary()["throughput_rps"]))
+        thr.append(float(res.summary()["requests_per_s"]))
         peak = max(peak, peak_in_flight(res.arrival_s, res.finish_s))
         ci = (_half_width_pct(np.asarray(ttft)), _half_width_pct(np.asarray(tpot)) if osl > 1 else 0.0)
         if seed + 1 >= MIN_REPLICATIONS and max(ci) <= 100 * TARGET_HALF_WIDTH:
@@ -235,7 +235,7 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
                         "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
                         "replications": p.replications, "simulated_requests": p.requests,
-                        "simulated_rate_rps": p.rate_rps, "simulated_throughput_rps": p.throughput_rps,
+                        "simulated_rate_rps": p.rate_rps, "simulated_throughput_rps": p.requests_per_s,
                         "simulated_peak_in_flight": p.peak_in_flight})
     preds = pd.DataFrame(out) if out else deployments.iloc[:0].assign(
         predicted_ttft_s=pd.Series(dtype=float), predicted_tpot_s=pd.Series(dtype=float))

@@ -1,0 +1,354 @@
+r"""The glossary of output names: every number a command or result object emits, its unit and definition.
+
+One name means one quantity everywhere (JSON/CSV keys, DataFrame columns, result attributes). Names
+carry their unit as a suffix (``_s`` seconds, ``_bytes``, ``_w`` watts, ``_per_s`` a rate per second);
+names without a suffix are counts or fractions. The rate names follow one pattern,
+``<what>_per_s[_per_<normaliser>]``:
+
+- ``per_user_tokens_per_s`` — the speed one request sees, :math:`1/\mathrm{TPOT}`;
+- ``output_tokens_per_s`` — output tokens delivered by all devices of the deployment (prefill time
+  included); ``decode_tokens_per_s`` — decode only, :math:`\mathrm{batch}/\mathrm{TPOT}` summed over
+  replicas;
+- ``..._per_device`` — that divided by every chip of the deployment, ``..._per_gpu`` by its GPUs
+  only (a mixed GPU/LPU pool), ``..._per_replica`` by its replicas, ``..._per_mw`` by its power in MW;
+- ``_mean_s`` / ``_p50_s`` ... — a mean or a percentile over requests; a bare ``ttft_s`` is one static
+  batch's value on an idle replica (no distribution).
+
+:data:`GLOSSARY` is the data; :func:`lookup` finds a name; :func:`markdown_table` renders the table in
+``docs/cli.md``; :data:`RENAMED` lists names replaced in this release (old → new).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+#: Unit → the suffix a name with that unit ends with ("" for counts and fractions).
+UNIT_SUFFIX = {"s": "_s", "s/token": "_s_per_token", "bytes": "_bytes", "W": "_w", "requests/s": "_per_s",
+               "tokens/s": "_per_s",
+               "words/s": "_per_s", "tokens/s/MW": "_per_s_per_mw", "USD/h": "_per_hour", "USD/Mtokens": "",
+               "tokens/USD": "_per_usd", "1": ""}
+
+#: Normalisers after a unit suffix: ``output_tokens_per_s_per_device`` is tokens/s, divided by devices.
+NORMALISERS = ("_per_device", "_per_gpu", "_per_replica")
+
+#: The statistics over requests and their name suffixes.
+STATISTICS = {"mean": "mean over requests", "p50": "50th percentile over requests",
+              "p90": "90th percentile over requests", "p95": "95th percentile over requests",
+              "p99": "99th percentile over requests"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One output name.
+
+    Attributes
+    ----------
+    name : str
+        The key / column / attribute name.
+    unit : str
+        Its SI unit (a key of :data:`UNIT_SUFFIX`).
+    definition : str
+        What it is, with the equation.
+    emitted_by : tuple of str
+        Commands (``predict``...) and Python objects (``Prediction``...) that emit it.
+    """
+
+    name: str
+    unit: str
+    definition: str
+    emitted_by: tuple[str, ...]
+
+
+PREDICT = ("predict", "sweep", "Prediction", "DeploymentPrediction", "pm.sweep")
+SERVED = ("simulate", "max-load", "plan", "SimulationResult.summary")
+
+
+def _m(name: str, unit: str, definition: str, *emitted_by: str) -> Metric:
+    return Metric(name, unit, definition, tuple(emitted_by))
+
+
+def _statistics(quantity: str, what: str, stats: tuple[str, ...], *emitted_by: str) -> list[Metric]:
+    return [_m(f"{quantity}_{q}_s", "s", f"{what}: {STATISTICS[q]} that completed in the counted window",
+               *emitted_by) for q in stats]
+
+
+_ALL = tuple(STATISTICS)
+_PCT = ("p50", "p90", "p95", "p99")
+
+_ENTRIES: list[Metric] = [
+    # ---- inputs echoed with the results (named as the flags)
+    _m("batch", "1", "concurrent sequences of the static batch (per replica)", *PREDICT),
+    _m("isl", "1", "input (prompt) tokens per request", *PREDICT),
+    _m("osl", "1", "output tokens per request", *PREDICT),
+    _m("concurrency", "1", "closed-loop clients (each sends its next request when the last one ends)",
+       "estimate", "sweep"),
+    _m("rate", "requests/s", "offered open-loop arrival rate (Poisson), named as the --rate flag",
+       "estimate"),
+    _m("rate_requests_per_s", "requests/s", "target arrival rate the plan is sized for", "plan"),
+    _m("isl_mean", "1", "mean input tokens per request of the workload", "plan"),
+    _m("osl_mean", "1", "mean output tokens per request of the workload", "plan"),
+    _m("max_replicas", "1", "most replicas a plan may use", "plan"),
+    _m("requests_per_search_point", "1", "requests simulated per candidate", "plan"),
+    _m("utilisation", "1", "busy fraction the plan's power is computed at (between idle and TDP)", "plan"),
+    _m("devices", "1", "every chip of the deployment (all pools, all replicas)",
+       *PREDICT, "estimate", "plan"),
+    _m("devices_per_replica", "1", "chips of one replica", "plan"),
+    _m("replicas", "1", "replicas behind the router", "simulate", "max-load", "plan"),
+    _m("tp", "1", "tensor parallelism", "sweep", "plan"),
+    _m("pp", "1", "pipeline stages", "sweep", "plan"),
+    _m("ep", "1", "expert parallelism", "sweep", "plan"),
+    _m("dp", "1", "data-parallel replicas of the layout", "sweep"),
+    _m("dp_attention", "1", "attention data parallelism", "sweep", "plan"),
+    _m("micro_batches", "1", "pipeline micro-batches of a split deployment", "predict --deployment"),
+    _m("seed", "1", "random seed of the simulation", "simulate", "max-load"),
+    _m("target", "1", "SLO target: share of requests that must meet every limit", "max-load"),
+    # ---- one static batch on an idle replica (predict, sweep, deployment)
+    _m("ttft_s", "s", "time to first token of one static batch on an idle replica: prefill of the batch, "
+       "no queueing, no network", *PREDICT),
+    _m("tpot_s", "s", "time per output token after the first: the mid-output decode step of the batch",
+       *PREDICT),
+    _m("e2e_s", "s", "end-to-end time of the batch: e2e_s = ttft_s + (osl - 1) tpot_s", *PREDICT),
+    _m("prefill_s", "s", "prefill alone (a deployment's TTFT without the KV transfer)",
+       "predict --deployment"),
+    _m("kv_transfer_s", "s", "exposed KV-cache transfer from prefill to decode pool (P/D)",
+       "predict --deployment"),
+    _m("comm_s_per_token", "s/token", "exchange between pools on the decode critical path per output token "
+       "(TPOT minus TPOT with a free link)", "predict --deployment", "scaling_curve"),
+    _m("collective_s_per_token", "s/token",
+       "collectives inside pools on the decode critical path per output token",
+       "predict --deployment"),
+    _m("sync_s", "s", "per-step synchronisation of a dataflow (SRAM) deployment",
+       "predict --execution dataflow"),
+    _m("hand_off_s", "s", "per-step activation hand-off between chips of a dataflow deployment",
+       "predict --execution dataflow"),
+    _m("per_user_tokens_per_s", "tokens/s", "speed one request sees while decoding: 1 / tpot_s", *PREDICT),
+    _m("output_tokens_per_s", "tokens/s", "output tokens per second of the whole deployment. predict/sweep: "
+       "one static batch, replicas x batch x osl / e2e_s (prefill included); simulate/estimate/plan/"
+       "max-load: steady state, completed output tokens / time = requests_per_s x osl", *PREDICT,
+       "estimate", *SERVED),
+    _m("input_tokens_per_s", "tokens/s", "prompt tokens per second of the whole deployment "
+       "(sweep: replicas x batch x isl / e2e_s; simulate: completed prompt tokens / time)", "sweep",
+       "simulate"),
+    _m("total_tokens_per_s", "tokens/s", "input + output tokens per second of the static batch: "
+       "output_tokens_per_s x (isl + osl) / osl", "predict", "Prediction", "DeploymentPrediction"),
+    _m("decode_tokens_per_s", "tokens/s", "decode only (no prefill): replicas x batch / tpot_s",
+       "predict", "Prediction", "DeploymentPrediction", "demo", "scaling_curve"),
+    _m("output_tokens_per_s_per_device", "tokens/s", "output_tokens_per_s / devices (every chip, GPUs "
+       "and LPUs alike)", *PREDICT, "estimate", "demo"),
+    _m("decode_tokens_per_s_per_device", "tokens/s", "decode_tokens_per_s / devices",
+       "demo", "scaling_curve"),
+    _m("decode_tokens_per_s_per_gpu", "tokens/s", "decode_tokens_per_s / the deployment's GPUs only "
+       "(its LPUs not counted): per GPU of a mixed GPU/LPU pool", "demo"),
+    _m("output_tokens_per_s_per_mw", "tokens/s/MW", "output_tokens_per_s / (power_w / 1e6)",
+       "sweep", "plan", "predict --deployment", "claim"),
+    _m("power_w", "W", "power of all devices of the deployment (TDP basis unless the spec says otherwise)",
+       "sweep", "plan", "predict --deployment"),
+    _m("weights_bytes_per_device", "bytes", "weight bytes held by one device", *PREDICT),
+    _m("kv_bytes_per_device", "bytes", "KV-cache bytes of the batch held by one device", *PREDICT),
+    _m("memory_used_bytes_per_device", "bytes", "weights + KV cache + activations + reserve on one device",
+       *PREDICT),
+    _m("memory_capacity_bytes", "bytes", "memory of one device", "Prediction", "predict --deployment"),
+    _m("max_batch_at_context", "1", "largest batch whose KV cache fits at isl + osl tokens", *PREDICT),
+    _m("busy_fraction", "1", "share of the static batch's e2e_s during which a pool runs ops",
+       "predict --deployment"),
+    _m("prefix_hit_rate", "1", "share of prompt tokens found in the prefix cache (token-weighted)",
+       "predict --deployment", "simulate"),
+    _m("usd_per_hour", "USD/h", "price of the deployment in US dollars per hour",
+       "sweep"),
+    _m("cost_per_hour", "USD/h", "price of the plan's deployment in US dollars per hour (table)", "plan"),
+    _m("usd_per_m_input", "USD/Mtokens", "US dollars per million input tokens", "sweep"),
+    _m("usd_per_m_output", "USD/Mtokens", "US dollars per million output tokens", "sweep"),
+    _m("usd_per_m_output_all_in", "USD/Mtokens",
+       "US dollars per million output tokens, input cost folded in", "sweep"),
+    _m("output_tokens_per_usd", "tokens/USD", "output tokens per US dollar", "sweep"),
+    # ---- under load: closed-loop means (estimate) and simulated distributions
+    _m("requests_per_s", "requests/s", "completed requests per second of the deployment (steady state or "
+       "simulated: completed / time)", "estimate", *SERVED),
+    _m("goodput_requests_per_s", "requests/s", "completed requests meeting every SLO limit per second",
+       *SERVED),
+    _m("offered_requests_per_s", "requests/s", "arrival rate offered to the deployment", "plan"),
+    _m("max_requests_per_s_per_replica", "requests/s",
+       "highest arrival rate one replica serves within the SLO",
+       "plan"),
+    _m("steady_state_requests_per_s_per_replica", "requests/s",
+       "one replica's closed-form steady-state throughput at its KV/max_num_seqs limit", "plan"),
+    _m("max_arrival_requests_per_s", "requests/s",
+       "highest arrival rate meeting the SLO target (--search rate)",
+       "max-load"),
+    _m("max_concurrency", "1", "highest client count meeting the SLO target (--search concurrency)",
+       "max-load"),
+    _m("load", "1", "the curve's load: requests/s (--search rate) or clients (--search concurrency)",
+       "max-load"),
+    _m("attainment_at_max", "1", "SLO attainment at the answer", "max-load"),
+    _m("simulations", "1", "simulations the search ran", "max-load"),
+    _m("per_user_mean_tokens_per_s", "tokens/s", "mean over requests of 1 / tpot (each request's own TPOT)",
+       "simulate"),
+    _m("per_user_at_mean_tpot_tokens_per_s", "tokens/s", "1 / tpot_mean_s (the inverse of the mean, <= the "
+       "mean of the inverses)", "simulate"),
+    _m("per_user_mean_words_per_s", "words/s", "per_user_mean_tokens_per_s / tokens_per_word", "simulate"),
+    _m("ttft_mean_s", "s", "time to first token under load: mean over requests (estimate: steady state; "
+       "simulate/plan: completed requests in the counted window)", "estimate", *SERVED),
+    _m("tpot_mean_s", "s", "time per output token under load: mean over requests", "estimate", *SERVED),
+    _m("e2e_mean_s", "s", "end-to-end time under load: mean over requests (estimate: ttft_mean_s + "
+       "(osl - 1) tpot_mean_s)", "estimate", *SERVED),
+    *_statistics("ttft", "time to first token, queueing included", _PCT, *SERVED),
+    *_statistics("tpot", "time per output token after the first", _PCT, *SERVED),
+    *_statistics("e2e", "end-to-end time from arrival to last token", _PCT, *SERVED),
+    *_statistics("queue", "time waiting before the first schedule", _ALL, "simulate"),
+    *_statistics("ttfat", "time to first answer token (after reasoning tokens)", _ALL, "simulate"),
+    *_statistics("task_time", "time to the task's words", _ALL, "simulate"),
+    *_statistics("itl", "inter-token latency, token-weighted", _PCT, "simulate"),
+    _m("ttft_at_target_percentile_s", "s", "TTFT percentile at the SLO target (e.g. p90 for target 0.9)",
+       "simulate"),
+    _m("tpot_at_target_percentile_s", "s", "TPOT percentile at the SLO target", "simulate"),
+    _m("e2e_at_target_percentile_s", "s", "E2E percentile at the SLO target", "simulate"),
+    _m("duration_s", "s", "counted window of simulated time", "simulate"),
+    _m("simulation_wall_s", "s", "wall-clock time the simulation took", "simulate"),
+    _m("arrived", "1", "requests that arrived in the counted window", "simulate", "max-load"),
+    _m("completed", "1", "requests completed", "simulate", "max-load"),
+    _m("cancelled", "1", "requests cancelled by the timeout", "simulate", "max-load"),
+    _m("rejected", "1", "requests refused by a full queue", "simulate", "max-load"),
+    _m("in_flight", "1", "requests unfinished at the horizon", "simulate", "max-load"),
+    _m("preemptions", "1", "preemptions (KV cache full)", "simulate"),
+    _m("prefix_cached_tokens", "1", "prompt tokens found in the prefix cache", "simulate"),
+    _m("task_words", "1", "words of the task (workload)", "simulate"),
+    _m("slo_attainment", "1", "share of decided requests meeting every SLO limit", *SERVED),
+    _m("slo_attainment_ttft", "1", "share meeting the TTFT limit", "simulate"),
+    _m("slo_attainment_tpot", "1", "share meeting the TPOT limit", "simulate"),
+    _m("slo_attainment_e2e", "1", "share meeting the E2E limit", "simulate"),
+    _m("slo_undecided", "1", "requests still running whose SLO outcome is not known", "simulate"),
+    _m("decode_batch_mean", "1", "mean sequences in a decode step (steady state)", "estimate"),
+    _m("kv_cache_tokens", "1", "KV tokens of a replica's pool as the engine sizes it", "estimate"),
+    _m("rank", "1", "position in the plan's ranking (1 = cheapest)", "plan"),
+]
+
+#: Inputs echoed under their flag's name, exempt from the suffix rule (``rate`` is ``--rate``, requests/s).
+FLAG_NAMED = frozenset({"rate"})
+
+#: Nested configuration echoes, not results: the engine profile (docs/serving.md), the KV-memory split
+#: (perfmodel.engine.kv_memory), the workload and SLO specs (docs/spec-formats.md), plan's search
+#: space and candidate counts (docs/planning.md). Their numbers are documented with those formats.
+CONFIG_ECHOES = ("engine.", "kv_memory.", "workload.", "slo.", "inputs.slo.", "inputs.search_space.",
+                 "counts.")
+
+#: Containers whose items are records of the glossary's names.
+CONTAINERS = ("points.", "curve.", "ranked.", "inputs.")
+
+#: Every output name, by name.
+GLOSSARY: dict[str, Metric] = {m.name: m for m in _ENTRIES}
+
+#: Names replaced in this release: (old, new, where). JSON/CSV keys and DataFrame columns simply changed;
+#: the old Python attribute names in :data:`DEPRECATED_ATTRIBUTES` still work, with a DeprecationWarning.
+RENAMED: tuple[tuple[str, str, str], ...] = (
+    ("per_device_tokens_per_s", "output_tokens_per_s_per_device",
+     "predict, sweep, Prediction, DeploymentPrediction, claims"),
+    ("per_device_tokens_per_s", "decode_tokens_per_s_per_device", "scaling_curve (it was decode only)"),
+    ("output_tokens_per_s_per_gpu", "output_tokens_per_s_per_device", "estimate"),
+    ("gpus", "devices", "estimate"),
+    ("ttft_s, tpot_s, e2e_s", "ttft_mean_s, tpot_mean_s, e2e_mean_s", "estimate (they are means)"),
+    ("n_decode", "decode_batch_mean", "estimate"),
+    ("throughput_rps", "requests_per_s", "simulate, max-load, steady_state, SimulationResult.summary"),
+    ("throughput_output_tokens_per_s", "output_tokens_per_s", "simulate, max-load, steady_state"),
+    ("throughput_input_tokens_per_s", "input_tokens_per_s", "simulate"),
+    ("goodput_rps", "goodput_requests_per_s", "simulate, max-load, plan"),
+    ("user_tokens_per_s_mean", "per_user_mean_tokens_per_s", "simulate"),
+    ("inverse_mean_tpot_tokens_per_s", "per_user_at_mean_tpot_tokens_per_s", "simulate"),
+    ("user_words_per_s_mean", "per_user_mean_words_per_s", "simulate"),
+    ("max_arrival_rate", "max_arrival_requests_per_s", "max-load"),
+    ("offered_rps", "offered_requests_per_s", "plan"),
+    ("per_replica_max_rps", "max_requests_per_s_per_replica", "plan"),
+    ("per_replica_steady_state_rps", "steady_state_requests_per_s_per_replica", "plan"),
+    ("rate_rps", "rate_requests_per_s", "plan inputs"),
+    ("tokens_per_s_per_mw", "output_tokens_per_s_per_mw", "sweep, plan, predict --deployment, claims"),
+    ("precision", "weights, activations, kv_cache", "predict and predict --deployment records"),
+)
+
+#: Old attribute names still answered by result objects for one release.
+DEPRECATED_ATTRIBUTES = {"per_device_tokens_per_s": "output_tokens_per_s_per_device",
+                         "tokens_per_s_per_mw": "output_tokens_per_s_per_mw",
+                         "throughput_rps": "requests_per_s",
+                         "throughput_output_tokens_per_s": "output_tokens_per_s"}
+
+
+def deprecated_attribute(owner: str, old: str) -> str:
+    """The new name of a deprecated attribute ``old`` of ``owner``, after a DeprecationWarning."""
+    new = DEPRECATED_ATTRIBUTES[old]
+    warnings.warn(f"{owner}.{old} is deprecated, use {owner}.{new}", DeprecationWarning, stacklevel=3)
+    return new
+
+
+def unit_suffix(unit: str) -> str:
+    """The suffix a name with ``unit`` ends with (``""`` for counts and fractions)."""
+    return UNIT_SUFFIX[unit]
+
+
+def name_suffix(name: str) -> str:
+    """The unit suffix ``name`` ends with, after a normaliser (:data:`NORMALISERS`); ``""`` if none."""
+    for n in NORMALISERS:
+        if name.endswith(n):
+            name = name[: -len(n)]
+            break
+    suffixes = sorted({s for s in UNIT_SUFFIX.values() if s}, key=len, reverse=True)
+    return next((s for s in suffixes if name.endswith(s)), "")
+
+
+def key_name(path: str) -> str | None:
+    """The glossary name of a flattened output key, or None for a configuration echo (:data:`CONFIG_ECHOES`).
+
+    ``points.ttft_mean_s`` (estimate), ``curve.*`` (max-load), ``ranked.*`` and ``inputs.*`` (plan) are
+    records of glossary names; ``pools.<pool>.<field>`` is ``field``.
+    """
+    if path.startswith(CONFIG_ECHOES):
+        return None
+    for c in CONTAINERS:
+        if path.startswith(c):
+            path = path[len(c):]
+            break
+    if path.startswith("pools.") and path.count(".") == 2:
+        path = path.rsplit(".", 1)[1]
+    return path
+
+
+def lookup(name: str) -> Metric | None:
+    """The glossary entry of an output key (flattened as :func:`key_name` reads it), or None."""
+    key = key_name(name)
+    return None if key is None else GLOSSARY.get(key)
+
+
+def markdown_table() -> str:
+    """The glossary as a Markdown table (name, unit, definition, emitted by), for docs/cli.md."""
+    rows = ["| name | unit | definition | emitted by |", "|---|---|---|---|"]
+    for m in sorted(GLOSSARY.values(), key=lambda m: m.name):
+        rows.append(f"| `{m.name}` | {m.unit} | {m.definition} | {', '.join(dict.fromkeys(m.emitted_by))} |")
+    return "\n".join(rows)
+
+
+def glossary_md() -> str:
+    """The ``docs/cli.md`` section: naming rules, the glossary table and this release's renames."""
+    return "\n".join([
+        "## Vocabulary: output names\n",
+        "Every number in a JSON/CSV output, DataFrame column or result attribute has one name for one "
+        "quantity (`perfmodel/metrics_vocabulary.py`; `tests/test_metrics_vocabulary.py` runs each command "
+        "with `--format json` and `--format csv` and fails on a number whose name is not here). The unit "
+        "is the suffix (`_s`, `_bytes`, `_w`, `_per_s`); a statistic over requests comes before it "
+        "(`ttft_mean_s`, `ttft_p95_s`); a bare `ttft_s` is one static batch on an idle replica. Rates "
+        "are `<what>_per_s[_per_<normaliser>]`: `per_user_tokens_per_s` = 1/TPOT; `output_tokens_per_s` = "
+        "all devices of the deployment, prefill included; `decode_tokens_per_s` = decode only "
+        "(batch/TPOT); `_per_device` = divided by every chip, `_per_gpu` = by the GPUs of a mixed "
+        "GPU/LPU deployment, `_per_replica`, `_per_mw`. Nested configuration echoes (the engine profile, "
+        "`kv_memory`, the workload and SLO, plan's search space and candidate counts) are documented "
+        "with their formats. Tables print the same names and units.\n",
+        markdown_table() + "\n",
+        "Renamed in this release (JSON/CSV keys and DataFrame columns changed; `Prediction."
+        "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
+        "and `SteadyState.throughput_rps`/`throughput_output_tokens_per_s` still answer, with a "
+        "`DeprecationWarning`, for one release):\n",
+        renames_table() + "\n",
+    ])
+
+
+def renames_table() -> str:
+    """:data:`RENAMED` as a Markdown table (old → new)."""
+    return "\n".join(["| old name | new name | where |", "|---|---|---|",
+                      *(f"| `{old}` | `{new}` | {where} |" for old, new, where in RENAMED)])

@@ -1,0 +1,166 @@
+"""One name per quantity: every number the commands emit is in the glossary with its unit suffix.
+
+Runs predict (kernel model and a GPU/LPU deployment), estimate (closed and open loop), simulate,
+max-load, sweep and plan on small cases with ``--format json`` and ``--format csv`` and checks each
+numeric key against :data:`perfmodel.metrics_vocabulary.GLOSSARY`; then checks that the same name
+computed by two commands for the same point is the same number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+
+import pytest
+
+import perfmodel as pm
+from perfmodel.cli import main
+from perfmodel.metrics_vocabulary import (
+    FLAG_NAMED,
+    GLOSSARY,
+    RENAMED,
+    UNIT_SUFFIX,
+    key_name,
+    lookup,
+    name_suffix,
+)
+
+M = ["--model", "llama-3.1-8b", "--hardware", "h100-sxm"]
+L = ["--isl", "512", "--osl", "64"]
+COMMANDS = {
+    "predict": ["predict", *M, *L, "--batch", "1,8"],
+    "predict-deployment": ["predict", "--deployment", "deployments/kimi-k2-vera-rubin-lpx-split.yaml", *L,
+                           "--batch", "1,8"],
+    "estimate": ["estimate", *M, *L, "--engine", "vllm", "--concurrency", "1,8"],
+    "estimate-rate": ["estimate", *M, *L, "--engine", "vllm", "--rate", "2"],
+    "simulate": ["simulate", *M, *L, "--rate", "2", "--requests", "60", "--slo-tpot", "50ms", "--quiet"],
+    "max-load": ["max-load", *M, *L, "--requests", "100", "--slo-ttft", "1s", "--max-simulations", "3",
+                 "--quiet"],
+    "sweep": ["sweep", *M, *L, "--batch", "1,8", "--quiet"],
+    "plan": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "60", "--quiet"],
+}
+
+
+def _run(argv: list[str]) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(argv) == 0, argv
+    return buf.getvalue()
+
+
+def _flatten(x, prefix=""):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _flatten(v, f"{prefix}.{k}" if prefix else k)
+    elif isinstance(x, list):
+        for v in x:
+            yield from _flatten(v, prefix)
+    else:
+        yield prefix, x
+
+
+def _number(v) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)):
+        return True
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def emitted() -> dict[str, set[str]]:
+    """Numeric keys per command and format (JSON nested keys and CSV headers, both ``parent.child``)."""
+    out: dict[str, set[str]] = {}
+    for name, argv in COMMANDS.items():
+        doc = json.loads(_run([*argv, "--format", "json"]))
+        out[f"{name} json"] = {k for k, v in _flatten(doc) if _number(v)}
+        rows = list(csv.DictReader(io.StringIO(_run([*argv, "--format", "csv"]))))
+        assert rows, name
+        out[f"{name} csv"] = {k for k in rows[0]
+                              if any(r[k] not in ("", None) and _number(r[k]) for r in rows)}
+    return out
+
+
+def test_every_glossary_name_carries_its_unit_suffix():
+    for m in GLOSSARY.values():
+        if m.name in FLAG_NAMED:
+            continue
+        want = UNIT_SUFFIX[m.unit]
+        assert name_suffix(m.name) == want, f"{m.name} [{m.unit}] should end with {want or 'no unit suffix'}"
+        assert m.definition and m.emitted_by, m.name
+
+
+def test_every_emitted_number_is_in_the_glossary_with_the_same_unit(emitted):
+    bases = {}
+    for n in GLOSSARY:
+        bases.setdefault(n[: len(n) - len(name_suffix(n))], []).append(n)
+    problems = []
+    for where, keys in emitted.items():
+        for key in sorted(keys):
+            name = key_name(key)
+            if name is None or lookup(key) is not None:
+                continue
+            same = bases.get(name[: len(name) - len(name_suffix(name))])
+            problems.append(f"{where}: {key}" + (f" (glossary has {same}: another unit)" if same else ""))
+    assert not problems, "numbers emitted under names not in the glossary:\n" + "\n".join(problems)
+
+
+def test_old_names_are_not_emitted(emitted):
+    old = {name for names, _, _ in RENAMED for name in names.split(", ")} - set(GLOSSARY)
+    seen = {(where, k) for where, keys in emitted.items() for k in keys if key_name(k) in old}
+    assert not seen
+    # estimate's times are means: named so, not as predict's single static batch
+    for where in ("estimate json", "estimate csv", "estimate-rate json", "estimate-rate csv"):
+        assert not {key_name(k) for k in emitted[where]} & {"ttft_s", "tpot_s", "e2e_s"}, where
+
+
+def test_same_name_same_number_predict_and_sweep():
+    """sweep evaluates the same static batch as predict: every shared rate and time is the same number."""
+    p = pm.predict("llama-3.1-8b", "h100-sxm", isl=512, osl=64, batch=[1, 8]).to_dataframe()
+    s = pm.sweep("llama-3.1-8b", "h100-sxm", isl=512, osl=64, batch=[1, 8])
+    shared = [c for c in p.columns if c in s.columns and c in GLOSSARY and GLOSSARY[c].unit != "1"]
+    assert {"ttft_s", "tpot_s", "output_tokens_per_s", "output_tokens_per_s_per_device",
+            "per_user_tokens_per_s"} <= set(shared)
+    for c in shared:
+        assert s[c].tolist() == pytest.approx(p[c].tolist(), rel=1e-12), c
+
+
+def test_same_name_same_formula_predict_and_estimate_at_one_client():
+    """One client in a closed loop is a static batch of one: predict(engine=) and estimate agree (2 %).
+
+    predict: output_tokens_per_s = osl / e2e_s, per_user_tokens_per_s = 1 / tpot_s; estimate:
+    output_tokens_per_s = requests_per_s x osl with requests_per_s = 1 / e2e_mean_s; both
+    output_tokens_per_s_per_device = output_tokens_per_s / devices.
+    """
+    p = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=256, batch=1, engine="vllm")
+    e = pm.estimate("llama-3.1-8b", "h100-sxm", engine="vllm", isl=1024, osl=256, concurrency=[1]).iloc[0]
+    assert e["output_tokens_per_s"] == pytest.approx(float(p.output_tokens_per_s), rel=0.02)
+    assert e["output_tokens_per_s_per_device"] == pytest.approx(float(p.output_tokens_per_s_per_device),
+                                                                 rel=0.02)
+    assert 1.0 / e["tpot_mean_s"] == pytest.approx(float(p.per_user_tokens_per_s), rel=0.02)
+    assert e["requests_per_s"] * e["e2e_mean_s"] == pytest.approx(1.0, rel=1e-9)   # one client, one request
+
+
+def test_simulate_rates_share_one_window(emitted):
+    """simulate: output_tokens_per_s = requests_per_s x osl for fixed lengths (one counted window)."""
+    s = json.loads(_run([*COMMANDS["simulate"], "--format", "json"]))
+    assert s["output_tokens_per_s"] == pytest.approx(s["requests_per_s"] * 64, rel=1e-12)
+    assert s["input_tokens_per_s"] == pytest.approx(s["requests_per_s"] * 512, rel=1e-12)
+    assert s["per_user_at_mean_tpot_tokens_per_s"] == pytest.approx(1.0 / s["tpot_mean_s"], rel=1e-12)
+    assert s["per_user_mean_tokens_per_s"] >= s["per_user_at_mean_tpot_tokens_per_s"] * (1 - 1e-12)  # Jensen
+
+
+def test_deprecated_attribute_still_answers_with_a_warning():
+    p = pm.predict("llama-3.1-8b", "h100-sxm", isl=512, osl=64, batch=8)
+    with pytest.warns(DeprecationWarning, match="Prediction.per_device_tokens_per_s is deprecated"):
+        old = p.per_device_tokens_per_s
+    assert float(old) == float(p.output_tokens_per_s_per_device)
+    ss = pm.steady_state(pm.StepModel("llama-3.1-8b", "h100-sxm"), [1, 8], 512, 64)
+    with pytest.warns(DeprecationWarning, match="SteadyState.throughput_rps is deprecated, use SteadyState.requests"):
+        assert ss.throughput_rps.tolist() == ss.requests_per_s.tolist()
