@@ -204,3 +204,22 @@ def test_uneven_heads_run_attention_dp_with_the_recorded_requests():
     # a dense model cannot run attention DP: the uneven split stays an error
     dep, skipped = map_rows(pd.DataFrame([_row(tp_size=48)]))
     assert dep.empty and skipped.iloc[0].reason.startswith("invalid agg layout: tp=48 does not divide")
+
+
+def test_validate_serving_reuses_the_problem_only_for_the_same_rows_and_profile():
+    """Comparing engine calibrations maps and tabulates the rows once; the answer is the fresh one."""
+    import perfmodel.validation.run as run
+
+    rows = pd.read_csv(perfmodel.validation.shipped_path("serving")).query("system == 'h100_sxm'").head(40)
+    run._PROBLEMS.clear()
+    first = run.validate_serving(rows, engines="preset")
+    assert len(run._PROBLEMS) == 1
+    again = run.validate_serving(rows, engines="calibrated")      # same rows and profile: reused
+    assert len(run._PROBLEMS) == 1
+    run._PROBLEMS.clear()
+    fresh = run.validate_serving(rows, engines="calibrated")
+    pd.testing.assert_frame_equal(again.predictions, fresh.predictions)
+    assert not first.predictions["predicted_tpot_s"].equals(fresh.predictions["predicted_tpot_s"])
+    changed = rows.assign(isl=rows["isl"] + 1)                       # other rows: built afresh
+    run.validate_serving(changed, engines="calibrated")
+    assert len(run._PROBLEMS) == 2

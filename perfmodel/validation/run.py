@@ -147,6 +147,32 @@ def serving_problem(df: pd.DataFrame, efficiency="calibrated", measured: bool = 
     return problem, pd.concat([skipped, problem.skipped], ignore_index=True)
 
 
+#: The last built problems by (content hash of the rows, profile name): comparing engine calibrations
+#: on the same rows (``engines="preset"`` vs ``"calibrated"``) then maps and tabulates them once.
+_PROBLEMS: dict[tuple[int, str, KVPolicy], tuple[ServingProblem, pd.DataFrame]] = {}
+_PROBLEMS_KEPT = 2
+
+
+def _cached_serving_problem(df: pd.DataFrame, efficiency: Any, progress: bool | None,
+                            kv_policy: KVPolicy) -> tuple[ServingProblem, pd.DataFrame]:
+    """:func:`serving_problem` of measured rows, reused while the rows, the (named) profile and the KV
+    policy are the same."""
+    try:
+        key = (int(pd.util.hash_pandas_object(df, index=True).sum()), efficiency, kv_policy) \
+            if isinstance(efficiency, str) else None
+        hash(key)
+    except TypeError:   # unhashable cells or policy: build afresh
+        key = None
+    if key is not None and key in _PROBLEMS:
+        return _PROBLEMS[key]
+    built = serving_problem(df, efficiency, progress=progress, kv_policy=kv_policy)
+    if key is not None:
+        while len(_PROBLEMS) >= _PROBLEMS_KEPT:
+            _PROBLEMS.pop(next(iter(_PROBLEMS)))
+        _PROBLEMS[key] = built
+    return built
+
+
 def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibrated",
                      include_anomalous: bool = False, progress: bool | None = False,
                      kv_policy: KVPolicy = DEFAULT_KV_POLICY) -> ValidationRun:
@@ -174,7 +200,7 @@ def validate_serving(df: pd.DataFrame, efficiency="calibrated", engines="calibra
         KV-cache format assumed per run (closed-loop rows; default
         :data:`~perfmodel.validation.rows.DEFAULT_KV_POLICY`).
     """
-    problem, skipped = serving_problem(df, efficiency, progress=progress, kv_policy=kv_policy)
+    problem, skipped = _cached_serving_problem(df, efficiency, progress, kv_policy)
     skipped = skipped[skipped["reason"] != OPEN_LOOP_SKIP]
     n_open = int(open_loop_mask(df).sum())
     calibrations, engines_used = _engine_calibrations(engines)
