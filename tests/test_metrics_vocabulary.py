@@ -13,10 +13,12 @@ import csv
 import io
 import json
 
+import pandas as pd
 import pytest
 
 import perfmodel as pm
 from perfmodel.cli import main
+from perfmodel.demo import run_demo
 from perfmodel.metrics_vocabulary import (
     FLAG_NAMED,
     GLOSSARY,
@@ -162,5 +164,26 @@ def test_deprecated_attribute_still_answers_with_a_warning():
         old = p.per_device_tokens_per_s
     assert float(old) == float(p.output_tokens_per_s_per_device)
     ss = pm.steady_state(pm.StepModel("llama-3.1-8b", "h100-sxm"), [1, 8], 512, 64)
-    with pytest.warns(DeprecationWarning, match="SteadyState.throughput_rps is deprecated, use SteadyState.requests"):
+    with pytest.warns(DeprecationWarning, match="SteadyState.throughput_rps is deprecated"):
         assert ss.throughput_rps.tolist() == ss.requests_per_s.tolist()
+
+
+def test_python_frames_use_the_glossary_names():
+    """DataFrames of the Python API: every numeric column is a glossary name (per-pool ``<pool>.<field>``)."""
+    step = pm.StepModel("llama-3.1-8b", "h100-sxm")
+    frames = {
+        "predict": pm.predict("llama-3.1-8b", "h100-sxm", isl=512, osl=64, batch=[1, 8]).to_dataframe(),
+        "predict_deployment": pm.predict_deployment("deployments/kimi-k2-vera-rubin-lpx-split.yaml", isl=512,
+                                                    osl=64, batch=[1, 8]).to_dataframe(),
+        "sweep": pm.sweep("llama-3.1-8b", "h100-sxm", isl=512, osl=64, batch=[1, 8]),
+        "estimate": pm.estimate("llama-3.1-8b", "h100-sxm", engine="vllm", isl=512, osl=64,
+                                concurrency=[1, 8]),
+        "demo": run_demo(),
+        "scaling_curve": pm.scaling_curve("llama-3.1-8b", "h100-sxm", devices=[1, 2]),
+        "steady_state": pd.DataFrame(pm.steady_state(step, [1, 8], 512, 64).as_dict()),
+    }
+    for where, df in frames.items():
+        numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool]
+        assert [c for c in numeric if lookup(c.rsplit(".", 1)[-1]) is None] == [], where
+    ss = pm.steady_state(step, [8], 512, 64)
+    assert ss.as_dict()["ttft_mean_s"] is ss.ttft_s and ss.decode_batch_mean is ss.n_decode

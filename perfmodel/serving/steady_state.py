@@ -76,11 +76,12 @@ class SteadyState:
     Attributes
     ----------
     ttft_s, tpot_s, e2e_s : ndarray
-        Mean TTFT (with queueing), TPOT and E2E [s].
+        Mean TTFT (with queueing), TPOT and E2E [s]; the output names (:attr:`ttft_mean_s`...,
+        :meth:`as_dict`) say they are means, as :mod:`perfmodel.metrics_vocabulary` names them.
     requests_per_s, output_tokens_per_s : ndarray
         Completed requests [1/s] and output tokens [tokens/s] of one replica.
     n_decode : ndarray
-        Mean number of decoding sequences.
+        Mean number of decoding sequences (:attr:`decode_batch_mean`).
     limited_by : ndarray[str]
         ``"clients"``, ``"max_num_seqs"``, ``"kv_cache"`` or ``"prefill_budget"``.
     """
@@ -93,8 +94,33 @@ class SteadyState:
     n_decode: np.ndarray
     limited_by: np.ndarray
 
+    #: Field → output name (:mod:`perfmodel.metrics_vocabulary`): the times are means over requests.
+    OUTPUT_NAMES = {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_mean_s", "e2e_s": "e2e_mean_s",
+                    "n_decode": "decode_batch_mean"}
+
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The fields under their output names (``ttft_mean_s``, ``decode_batch_mean``...)."""
+        return {self.OUTPUT_NAMES.get(k, k): getattr(self, k) for k in self.__dataclass_fields__}
+
+    @property
+    def ttft_mean_s(self) -> np.ndarray:
+        """Mean TTFT with queueing [s] (:attr:`ttft_s`)."""
+        return self.ttft_s
+
+    @property
+    def tpot_mean_s(self) -> np.ndarray:
+        """Mean TPOT [s] (:attr:`tpot_s`)."""
+        return self.tpot_s
+
+    @property
+    def e2e_mean_s(self) -> np.ndarray:
+        """Mean E2E [s] (:attr:`e2e_s`)."""
+        return self.e2e_s
+
+    @property
+    def decode_batch_mean(self) -> np.ndarray:
+        """Mean decoding sequences (:attr:`n_decode`)."""
+        return self.n_decode
 
     @property
     def throughput_rps(self) -> np.ndarray:
