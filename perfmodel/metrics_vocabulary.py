@@ -62,6 +62,7 @@ class Metric:
 
 PREDICT = ("predict", "sweep", "Prediction", "DeploymentPrediction", "pm.sweep")
 SERVED = ("simulate", "max-load", "plan", "SimulationResult.summary")
+DATAFLOW = "predict --execution dataflow"
 
 
 def _m(name: str, unit: str, definition: str, *emitted_by: str) -> Metric:
@@ -120,9 +121,23 @@ _ENTRIES: list[Metric] = [
        "collectives inside pools on the decode critical path per output token",
        "predict --deployment"),
     _m("sync_s", "s", "per-step synchronisation of a dataflow (SRAM) deployment",
-       "predict --execution dataflow"),
+       DATAFLOW),
     _m("hand_off_s", "s", "per-step activation hand-off between chips of a dataflow deployment",
-       "predict --execution dataflow"),
+       DATAFLOW),
+    _m("stream_s", "s", "dataflow TPOT term: streaming the weights from their tier", DATAFLOW),
+    _m("compute_s", "s", "dataflow TPOT term: arithmetic", DATAFLOW),
+    _m("ops_s", "s", "dataflow TPOT term: every op of the layers crossed (the roofline of each op, summed)",
+       DATAFLOW),
+    _m("head_s", "s", "dataflow TPOT term: embedding and LM head", DATAFLOW),
+    _m("verify_s", "s", "speculative decoding on a dataflow machine: the verification pass per step",
+       DATAFLOW + " --spec-decode"),
+    _m("draft_s", "s", "speculative decoding on a dataflow machine: the draft passes per step",
+       DATAFLOW + " --spec-decode"),
+    _m("expected_tokens", "1", "tokens accepted per verification step (speculative decoding)",
+       DATAFLOW + " --spec-decode"),
+    _m("micro_batch", "1", "sequences per pipeline micro-batch: ceil(batch / depth)", DATAFLOW),
+    _m("stream_efficiency", "1", "fitted share of the tier's bandwidth a weight stream reaches",
+       DATAFLOW),
     _m("per_user_tokens_per_s", "tokens/s", "speed one request sees while decoding: 1 / tpot_s", *PREDICT),
     _m("output_tokens_per_s", "tokens/s", "output tokens per second of the whole deployment. predict/sweep: "
        "one static batch, replicas x batch x osl / e2e_s (prefill included); simulate/estimate/plan/"
@@ -149,6 +164,13 @@ _ENTRIES: list[Metric] = [
     _m("kv_bytes_per_device", "bytes", "KV-cache bytes of the batch held by one device", *PREDICT),
     _m("memory_used_bytes_per_device", "bytes", "weights + KV cache + activations + reserve on one device",
        *PREDICT),
+    _m("spill_bytes_per_device", "bytes", "weight bytes spilled to the next memory tier on one device",
+       DATAFLOW),
+    _m("draft_bytes_per_device", "bytes", "draft model weights + KV on one device", DATAFLOW),
+    *(_m(f"{tier}_used_bytes_per_device", "bytes", f"bytes used in the {tier.upper()} tier of one device",
+         DATAFLOW) for tier in ("sram", "hbm", "ddr")),
+    _m("engine_kv_cache_tokens", "1", "KV tokens of the replica's pool as the serving engine sizes it",
+       "predict --engine"),
     _m("memory_capacity_bytes", "bytes", "memory of one device", "Prediction", "predict --deployment"),
     _m("max_batch_at_context", "1", "largest batch whose KV cache fits at isl + osl tokens", *PREDICT),
     _m("speedup", "1", "tpot_s at the fewest devices / tpot_s here", "scaling_curve"),
@@ -267,7 +289,10 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("per_replica_steady_state_rps", "steady_state_requests_per_s_per_replica", "plan"),
     ("rate_rps", "rate_requests_per_s", "plan inputs"),
     ("tokens_per_s_per_mw", "output_tokens_per_s_per_mw", "sweep, plan, predict --deployment, claims"),
-    ("precision", "weights, activations, kv_cache", "predict and predict --deployment records"),
+    ("precision", "weights, activations, kv_cache", "predict (also --deployment and dataflow) records"),
+    ("weights_bytes_per_chip, kv_bytes_per_chip, spill_bytes_per_chip, draft_bytes_per_chip, "
+     "sram_used_bytes_per_chip, hbm_used_bytes_per_chip, ddr_used_bytes_per_chip",
+     "the same with _per_device", "predict on a dataflow machine, predict_dataflow"),
 )
 
 #: Old attribute names still answered by result objects for one release.

@@ -25,7 +25,7 @@ def test_predict_dataflow_json_matches_api(capsys):
     p = pm.predict_dataflow("llama-3.1-8b", "cerebras-wse3", batch=[1, 16])
     assert rc == 0 and len(recs) == 2
     assert recs[1]["tpot_s"] == float(p.tpot_s[1]) and recs[0]["basis"] == "analytic-dataflow"
-    assert "sram_used_bytes_per_chip" in recs[0]
+    assert "sram_used_bytes_per_device" in recs[0]
 
 
 def test_predict_devices_on_gpus(capsys):

@@ -53,10 +53,10 @@ def test_prediction_holds_the_draft_and_says_it_is_a_what_if():
     plain = predict_dataflow("llama-3.1-70b", "sambanova-sn40l", tp=16, isl=1024, osl=256)
     spec = predict_dataflow("llama-3.1-70b", "sambanova-sn40l", tp=16, isl=1024, osl=256,
                             spec_decode="draft:llama-3.2-1b,k=4,accept=0.8")
-    extra = float(np.ravel(spec.columns["draft_bytes_per_chip"])[0])
+    extra = float(np.ravel(spec.columns["draft_bytes_per_device"])[0])
     assert extra > 2.4e9 / 16  # 1.24 B parameters in bf16 split 16 ways, plus the draft's KV
-    assert math.isclose(float(np.ravel(spec.hbm_used_bytes_per_chip)[0]),
-                        float(np.ravel(plain.hbm_used_bytes_per_chip)[0]) + extra)
+    assert math.isclose(float(np.ravel(spec.hbm_used_bytes_per_device)[0]),
+                        float(np.ravel(plain.hbm_used_bytes_per_device)[0]) + extra)
     assert float(spec.per_user_tokens_per_s[()]) > float(plain.per_user_tokens_per_s[()])
     assert spec.config["spec_decode"].endswith("(user)")
     with pytest.raises(ConfigError, match="separate draft model"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
+from ..precision import label_fields
 from .argtypes import POSITIVE, count_list, no_feasible_point, real, refuse_with_deployment, single_name
 from .dtype_args import add_dtype_args
 from .output import UNFIT_WHY, add_format_arg, blank_unfit, checkpoint_note, emit, format_table, print_notes
@@ -153,8 +154,7 @@ def run(args) -> int:
             cols.append("why_not")
         first = rows[0]
         print(f"{first['model']} on {first['devices']}x {first['hardware']} ({first['parallel']}, "
-              f"weights {first['weights']}, activations {first['activations']}, kv_cache {first['kv_cache']}, "
-              f"efficiency: {first['efficiency']}); TTFT excludes queueing")
+              f"{_formats(first)}, efficiency: {first['efficiency']}); TTFT excludes queueing")
         if first.get("engine") and not str(first["engine"]).startswith("none"):
             print(f"engine: {first['engine']}")
         if first.get("spec_decode") not in (None, "off") and "speculative" not in str(first.get("engine")):
@@ -165,6 +165,11 @@ def run(args) -> int:
 
     emit(args.format, table=table, rows=records)
     return no_feasible_point("predict", unfit, len(records))
+
+
+def _formats(rec) -> str:
+    """The formats as the results name them: ``weights fp8, activations fp8, kv_cache fp8``."""
+    return ", ".join(f"{k} {rec[k]}" for k in ("weights", "activations", "kv_cache"))
 
 
 def _pick_layout(args, execution: str) -> None:
@@ -194,16 +199,17 @@ def _run_dataflow(args, batch, isl, osl) -> int:
     records = df.to_dict(orient="records")
     for r in records:
         r.update({k: pred.config[k] for k in ("stream_efficiency", "fitted_on", "execution", "basis")})
+        r.update(label_fields(r.pop("precision")))
     cfg = pred.config
 
     def table() -> None:
         print(f"{args.model} on {cfg['devices']}x {cfg['hardware']} (tp{args.tp} x pp{args.pp} x {reps} "
-              f"replica(s), {cfg['precision']}, dataflow model: {cfg['execution']} execution, no kernel-launch "
+              f"replica(s), {_formats(label_fields(cfg['precision']))}, dataflow model: {cfg['execution']} execution, no kernel-launch "
               f"terms; stream_efficiency {cfg['stream_efficiency']:.4g} fitted on {cfg['fitted_on']}); "
               f"TTFT excludes queueing")
         if cfg["spec_decode"]:
             print(f"speculative decoding: {cfg['spec_decode']} (a what-if: the acceptance is not predicted)")
-        tiers = [c for c in df.columns if c.endswith("_used_bytes_per_chip")]
+        tiers = [c for c in df.columns if c.endswith("_used_bytes_per_device")]
         metrics = ["ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "sync_s", "hand_off_s"]
         cols = ["batch", "isl", "osl", *metrics, "fits", *tiers]
         print(format_table(blank_unfit(records, metrics), cols, why=dict.fromkeys(metrics, UNFIT_WHY)))

@@ -270,7 +270,8 @@ class DataflowPrediction:
     """Static-batch prediction on a dataflow machine: a table over operating points and the memory.
 
     ``columns`` holds arrays (batch, isl, osl, ttft_s, tpot_s, e2e_s, per_user_tokens_per_s,
-    output_tokens_per_s, fits, fit_reason, the TPOT terms and per-tier memory per chip [B]);
+    output_tokens_per_s, output_tokens_per_s_per_device, fits, fit_reason, the TPOT terms and per-tier
+    memory per device [B]);
     ``config`` the layout and the architecture's assumptions.
     """
 
@@ -326,7 +327,7 @@ def predict_dataflow(model: str | ModelSpec, hardware: str | DataflowArch, tp: i
         held = draft_model(dm, spec).memory(b, i + o)
         tier = dm.arch.weights_tier
         mem = replace(mem, used={**mem.used, tier: mem.used[tier] + held.weights + held.kv})
-        extra["draft_bytes_per_chip"] = np.broadcast_to(held.weights + held.kv, b.shape)
+        extra["draft_bytes_per_device"] = np.broadcast_to(held.weights + held.kv, b.shape)
     ctx = _contexts(i, o)
     q = 1 if spec is None else spec.k + 1
     dec = dm.decode(b, ctx, mem.weight_bandwidth, tokens_per_sequence=q)
@@ -341,11 +342,12 @@ def predict_dataflow(model: str | ModelSpec, hardware: str | DataflowArch, tp: i
     e2e = ttft + (o - 1.0) * tpot
     cols = {"batch": b, "isl": i, "osl": o, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
             "per_user_tokens_per_s": 1.0 / tpot, "output_tokens_per_s": replicas * b * o / e2e,
-            "decode_tokens_per_s": replicas * b / tpot, "fits": mem.fits, "fit_reason": mem.reason(),
+            "decode_tokens_per_s": replicas * b / tpot,
+            "output_tokens_per_s_per_device": b * o / e2e / (tp * pp), "fits": mem.fits, "fit_reason": mem.reason(),
             **{k: v for k, v in simpson.items() if k != "tpot_s"}, "micro_batch": dec["micro_batch"][1],
-            "weights_bytes_per_chip": np.broadcast_to(mem.weights, b.shape),
-            "kv_bytes_per_chip": mem.kv, "spill_bytes_per_chip": np.broadcast_to(mem.spill_bytes, b.shape),
-            **{f"{t}_used_bytes_per_chip": np.broadcast_to(u, b.shape) for t, u in mem.used.items()}, **extra}
+            "weights_bytes_per_device": np.broadcast_to(mem.weights, b.shape),
+            "kv_bytes_per_device": mem.kv, "spill_bytes_per_device": np.broadcast_to(mem.spill_bytes, b.shape),
+            **{f"{t}_used_bytes_per_device": np.broadcast_to(u, b.shape) for t, u in mem.used.items()}, **extra}
     cfg = {"hardware": dm.arch.id, "layout": f"tp{tp}-pp{pp}", "tp": tp, "pp": pp, "replicas": replicas,
            "devices": replicas * tp * pp, "precision": dm.precision.label(), "execution": dm.arch.execution,
            "stream_efficiency": dm.eta, "fitted_on": dm.arch.stream_efficiency.fitted_on,
