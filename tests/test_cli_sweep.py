@@ -13,6 +13,10 @@ from perfmodel.cli import main
 from perfmodel.cli.output import MISSING
 from perfmodel.planning.sweep import COLUMNS, sweep
 
+#: The frame's columns with the formats named as every output names them (precision label -> three fields).
+CLI_COLUMNS = [*COLUMNS[:COLUMNS.index("precision")], "weights", "activations", "kv_cache",
+               *COLUMNS[COLUMNS.index("precision") + 1:]]
+
 ARGS = ["sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm,h200-sxm", "--tp", "1,3", "--weights",
         "bf16,fp8", "--batch", "1,16", "--isl", "1024,4096", "--osl", "128"]
 
@@ -26,7 +30,11 @@ def test_csv_is_the_api_frame(capsys):
     got = pd.read_csv(io.StringIO(_run(capsys, [*ARGS, "--format", "csv"])))
     want = sweep("llama-3.1-8b", ["h100-sxm", "h200-sxm"], tp=[1, 3], weights=["bf16", "fp8"], batch=[1, 16],
                  isl=[1024, 4096], osl=128)
-    assert list(got.columns) == COLUMNS and len(got) == len(want) == 2 * 2 * 2 * 2 * 2
+    # the CLI names the formats as every output does: weights/activations/kv_cache for the frame's label
+    formats = ["weights", "activations", "kv_cache"]
+    assert list(got.columns) == CLI_COLUMNS
+    assert len(got) == len(want) == 2 * 2 * 2 * 2 * 2
+    assert [f"w:{w} a:{a} kv:{k}" for w, a, k in got[formats].itertuples(index=False)] == list(want["precision"])
     for col in ("ttft_s", "tpot_s", "output_tokens_per_s_per_device", "memory_used_bytes_per_device"):
         pd.testing.assert_series_equal(got[col], want[col].astype(float), check_names=False, rtol=1e-12)
     assert list(got["hardware"]) == list(want["hardware"].astype(str))
@@ -45,7 +53,7 @@ def test_out_writes_every_column_and_stdout_keeps_its_format(capsys, tmp_path):
     path = tmp_path / "sweep.csv"
     rows = list(csv.DictReader(io.StringIO(_run(capsys, [*ARGS, "--format", "csv", "--out", str(path)]))))
     written = pd.read_csv(path)
-    assert list(written.columns) == COLUMNS and len(written) == len(rows) == 32
+    assert list(written.columns) == CLI_COLUMNS and len(written) == len(rows) == 32
 
 
 def test_concurrency_splits_over_dp_and_flags_what_does_not_divide(capsys):

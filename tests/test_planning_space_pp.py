@@ -30,7 +30,7 @@ def test_decode_pool_formats_pair_with_every_prefill_format():
                                        "P/D b200 prefill tp1 fp8 + decode tp1 nvfp4"]
     mixed = cands[2]
     assert mixed.step_model["weights"] == "fp8" and mixed.decode["weights"] == "nvfp4"
-    assert mixed.layout["prefill_precision"] == "fp8" and mixed.layout["decode_precision"] == "nvfp4"
+    assert mixed.layout["prefill_weights"] == "fp8" and mixed.layout["decode_weights"] == "nvfp4"
     # without decode_weights: one pair per format, as before
     same = enumerate_candidates("llama-3.1-8b", ["b200"], ["fp8", "nvfp4"], [1], disaggregated=True,
                                 aggregated=False)
@@ -57,15 +57,15 @@ def test_mixed_precision_pd_pools_run_their_own_formats():
     r = plan("llama-3.1-8b", Workload.fixed(512, 64, rate=4.0), slo, hardware=["b200"], weights=["fp8"],
              decode_weights=["fp8", "nvfp4"], tp=[1], disaggregated=True, aggregated=False, requests=100,
              prune=False)
-    rows = {r_["decode_precision"]: r_ for r_ in r.ranked}
-    assert set(rows) == {"fp8", "nvfp4"} and all(x["prefill_precision"] == "fp8" for x in rows.values())
+    rows = {r_["decode_weights"]: r_ for r_ in r.ranked}
+    assert set(rows) == {"fp8", "nvfp4"} and all(x["prefill_weights"] == "fp8" for x in rows.values())
     # the same prefill pool and KV format: the same KV transfer; NVFP4 decode reads fewer weight bytes
     # per step, so its decode steps (and TPOT) are shorter
     assert rows["nvfp4"]["kv_transfer_s"] == rows["fp8"]["kv_transfer_s"]
     assert rows["nvfp4"]["tpot_p95_s"] < rows["fp8"]["tpot_p95_s"]
-    assert rows["nvfp4"]["precision"] == "fp8 prefill, nvfp4 decode"
+    assert rows["nvfp4"]["weights"] == "fp8 prefill, nvfp4 decode"
     # one weight format per launch configuration: refused with the reason for the mixed row
-    rank = {x["decode_precision"]: x["rank"] for x in r.ranked}
+    rank = {x["decode_weights"]: x["rank"] for x in r.ranked}
     assert r.launch("vllm", rank=rank["fp8"]).text()
     with pytest.raises(ConfigError, match="prefill fp8, decode nvfp4"):
         r.launch("vllm", rank=rank["nvfp4"])

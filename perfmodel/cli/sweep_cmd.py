@@ -9,13 +9,14 @@ Examples::
 
 from __future__ import annotations
 
+from ..precision import label_fields
 from .argtypes import count_list, name_list, prices_by_hardware, real
 from .dtype_args import add_dtype_args
 from .output import add_format_arg, add_quiet_arg, blank_unfit, emit, format_table, progress_of
 
 #: Columns of the table view (the CSV and JSON have every column of the frame).
-TABLE_COLUMNS = ["model", "hardware", "tp", "pp", "ep", "dp", "devices", "precision", "batch", "isl", "osl",
-                 "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "output_tokens_per_s_per_device",
+TABLE_COLUMNS = ["model", "hardware", "tp", "pp", "ep", "dp", "devices", "weights", "kv_cache", "batch", "isl",
+                 "osl", "ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "output_tokens_per_s_per_device",
                  "fits"]
 #: Metrics the table leaves out where a point cannot run or does not fit.
 METRICS = ("ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "output_tokens_per_s_per_device")
@@ -23,6 +24,19 @@ METRICS = ("ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s", "
 WHY = {c: "the layout cannot run, the load does not split over dp, or the point does not fit in memory "
           "(why_not says which; --format json or csv has the values of points that do not fit)"
        for c in ("devices", *METRICS)}
+
+
+def with_formats(df):
+    """The frame with ``weights``, ``activations`` and ``kv_cache`` columns in place of the ``precision``
+    label, as every command's output names the formats (the Python frame keeps the label for plot titles)."""
+    import pandas as pd
+
+    fields = pd.DataFrame([label_fields(p) for p in df["precision"]], index=df.index)
+    at = df.columns.get_loc("precision")
+    out = df.drop(columns="precision")
+    for k, name in enumerate(fields.columns):
+        out.insert(at + k, name, fields[name])
+    return out
 
 
 def register(sub) -> None:
@@ -74,6 +88,7 @@ def run(args) -> int:
                concurrency=args.concurrency, isl=args.isl, osl=args.osl, efficiency=args.efficiency,
                power=args.power_basis, idle=args.idle, utilisation=args.utilisation,
                price=prices_by_hardware(args.price) or None, progress=progress_of(args))
+    df = with_formats(df)
     if args.out:
         df.to_csv(args.out, index=False)
     records = df.to_dict(orient="records")

@@ -112,26 +112,27 @@ class LaunchSpec:
                       engine: str | None = None) -> LaunchSpec:
         """From a :func:`~perfmodel.planning.plan` row (and the plan's ``inputs``).
 
-        Reads ``tp``, ``pp``, ``ep``, ``dp_attention`` (or ``attention_dp``), ``precision`` (or
-        ``weights``), ``kv_cache``, ``spec_decode``, ``replicas``, ``engine`` (the profile it simulated)
+        Reads ``tp``, ``pp``, ``ep``, ``dp_attention`` (or ``attention_dp``), ``weights`` (or the old
+        ``precision``), ``kv_cache``, ``spec_decode``, ``replicas``, ``engine`` (the profile it simulated)
         and its scheduler limits ``max_num_seqs`` and ``max_num_batched_tokens`` (else the profile's); a P/D row gives
         ``prefill_<field>`` and ``decode_<field>`` for the layout fields, ``<role>_workers`` (or
         ``<role>_num_workers``) for the replicas, and ``_size`` suffixes (``prefill_tp_size``) are read too;
         a ``<role>_layout`` label (``"tp1-adp8-ep8"``, :func:`parse_layout_label`) takes precedence, and
-        the decode pool falls back to the unprefixed fields. A P/D row whose ``prefill_precision`` and
-        ``decode_precision`` differ raises :class:`ConfigError` (one weight format per launch spec).
+        the decode pool falls back to the unprefixed fields. A P/D row whose ``prefill_weights`` and
+        ``decode_weights`` (or the old ``_precision`` names) differ raises :class:`ConfigError` (one weight format per launch spec).
         """
         inputs = inputs or {}
         model = row.get("model") or inputs.get("model")
         if not model:
             raise ConfigError("launch: the plan row names no model (give a row with 'model' or the plan inputs)")
         prof_name = engine or _profile_name(row.get("engine") or inputs.get("engine") or "vllm")
-        pools_fmt = (row.get("prefill_precision"), row.get("decode_precision"))
+        pools_fmt = tuple(row.get(f"{role}_weights", row.get(f"{role}_precision"))
+                          for role in ("prefill", "decode"))
         if all(isinstance(f, str) for f in pools_fmt) and pools_fmt[0] != pools_fmt[1]:
             raise ConfigError(f"launch: the plan's pools use different weight formats (prefill {pools_fmt[0]}, "
                               f"decode {pools_fmt[1]}); the launch configuration takes one format for both "
                               "pools, so it is not generated for this row (pick a row with one format)")
-        weights = str(row.get("precision") or row.get("weights") or inputs.get("weights")
+        weights = str(row.get("weights") or row.get("precision") or inputs.get("weights")
                       or checkpoint_format(model))
         kv = str(row.get("kv_cache") or inputs.get("kv_cache") or default_kv_cache(weights))
         if _is_pd(row):

@@ -194,7 +194,7 @@ def enumerate_candidates(model: str, hardware: Sequence[Any], weights: Any = Non
                     out.append(Candidate(f"{lay.devices}x {acc_id} {lay.label()} {prec}", kwargs(lay, prec, kv),
                                          acc_id, layout={"mode": "aggregated", "tp": lay.tp, "pp": lay.pp,
                                                          "ep": lay.ep, "dp_attention": lay.dp_attention,
-                                                         "precision": prec, "kv_cache": kv},
+                                                         "weights": prec, "kv_cache": kv},
                                          spec=hw_spec))
             if disaggregated:
                 for dprec in (format_list(decode_weights) if decode_weights else (prec,)):
@@ -213,6 +213,6 @@ def _pd_candidate(acc_id: str, hw_spec: Any, pre: Layout, dec: Layout, prec: str
                      layout={"mode": "disaggregated", "tp": dec.tp, "pp": dec.pp, "ep": dec.ep,
                              "dp_attention": dec.dp_attention, "prefill_layout": pre.label(),
                              "decode_layout": dec.label(),
-                             "precision": prec if prec == dprec else f"{prec} prefill, {dprec} decode",
-                             "prefill_precision": prec, "decode_precision": dprec, "kv_cache": kv},
+                             "weights": prec if prec == dprec else f"{prec} prefill, {dprec} decode",
+                             "prefill_weights": prec, "decode_weights": dprec, "kv_cache": kv},
                      spec=hw_spec, decode=kwargs(dec, dprec, kv))
