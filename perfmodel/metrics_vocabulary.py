@@ -289,7 +289,10 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("per_replica_steady_state_rps", "steady_state_requests_per_s_per_replica", "plan"),
     ("rate_rps", "rate_requests_per_s", "plan inputs"),
     ("tokens_per_s_per_mw", "output_tokens_per_s_per_mw", "sweep, plan, predict --deployment, claims"),
-    ("precision", "weights, activations, kv_cache", "predict (also --deployment and dataflow) records"),
+    ("precision", "weights, activations, kv_cache",
+     "predict (also --deployment and dataflow) records; perfmodel sweep JSON/CSV/--out"),
+    ("precision, prefill_precision, decode_precision", "weights, prefill_weights, decode_weights", "plan rows"),
+    ("kv_dtype", "kv_cache", "models show (the format kv_bytes_per_token is given at)"),
     ("weights_bytes_per_chip, kv_bytes_per_chip, spill_bytes_per_chip, draft_bytes_per_chip, "
      "sram_used_bytes_per_chip, hbm_used_bytes_per_chip, ddr_used_bytes_per_chip",
      "the same with _per_device", "predict on a dataflow machine, predict_dataflow"),

@@ -184,7 +184,7 @@ def test_demo_figures(tmp_path):
 
 
 @pytest.mark.parametrize("column,label", [
-    ("ttft_p95_s", "ttft p95 [s]"), ("per_user_tokens_per_s", "tokens/s per user [tok/s]"),
+    ("ttft_p95_s", "ttft p95 [s]"), ("per_user_tokens_per_s", "output tokens/s per user [tok/s]"),
     ("weights_bytes", "weights [B]"), ("batch", "batch [sequences]"), ("foo", "foo [-]"),
 ])
 def test_column_label(column, label):
@@ -213,7 +213,7 @@ def test_titles_say_model_hardware_formats_lengths_and_engine(tmp_path):
     assert df["engine"].str.startswith("vllm").all()
     ax = plots.pareto_front(df, annotate="batch")
     headline, about = plots.titles.title_parts(ax)
-    assert headline == "output tokens/s per device vs tokens/s per user"
+    assert headline == "output tokens/s per device vs output tokens/s per user"
     for part in ("llama-3.1-8b", "h100-sxm tp2", "weights fp8", "KV cache fp8", "ISL 1024 / OSL 128 tok",
                  "engine vllm", "labels: batch"):
         assert part in about, (part, about)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the specs (pydantic) are imported by the functions that run
     from ..modelspec import ModelSpec
 
 #: KV-cache format of the ``kv_bytes_per_token`` figure shown.
-SHOWN_KV_DTYPE = "bf16"
+SHOWN_KV_CACHE = "bf16"
 
 
 def _moe_summary(spec: ModelSpec) -> dict[str, Any] | None:
@@ -43,8 +43,8 @@ def model_summary(spec: ModelSpec) -> dict[str, Any]:
         "hf_repo_id": spec.hf_repo_id,
         "params_total": params_total(spec),
         "params_active": params_active(spec),
-        "kv_bytes_per_token": kv_bytes_per_token(spec, SHOWN_KV_DTYPE),
-        "kv_dtype": SHOWN_KV_DTYPE,
+        "kv_bytes_per_token": kv_bytes_per_token(spec, SHOWN_KV_CACHE),
+        "kv_cache": SHOWN_KV_CACHE,
         "num_layers": spec.num_layers,
         "hidden_size": spec.hidden_size,
         "vocab_size": spec.vocab_size,
@@ -82,7 +82,7 @@ def _list(args: argparse.Namespace) -> int:
         rows.append({"id": spec.id, "family": spec.family, "hf_repo_id": spec.hf_repo_id,
                      "params_total": params_total(spec), "params_active": params_active(spec),
                      "attention": spec.attention, "moe": spec.moe is not None,
-                     "kv_bytes_per_token": kv_bytes_per_token(spec, SHOWN_KV_DTYPE)})
+                     "kv_bytes_per_token": kv_bytes_per_token(spec, SHOWN_KV_CACHE)})
     emit(args.format, table=lambda: _list_table(rows), rows=rows)
     return 0
 
@@ -93,7 +93,7 @@ def _list_table(rows: list[dict[str, Any]]) -> None:
               "kv_B_per_token": f"{r.pop('kv_bytes_per_token'):,.0f}"} for r in rows]
     print(format_table(table, ["id", "family", "attention", "params_total", "params_active",
                                "kv_B_per_token", "hf_repo_id"]))
-    print(f"\nKV bytes per token in {SHOWN_KV_DTYPE}, all layers, before any sliding-window cap.")
+    print(f"\nKV bytes per token in {SHOWN_KV_CACHE}, all layers, before any sliding-window cap.")
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -110,7 +110,7 @@ def _show_table(info: dict[str, Any]) -> None:
         ("id", info["id"]), ("family", info["family"]), ("hf_repo_id", info["hf_repo_id"]),
         ("params_total", f"{info['params_total']:,} ({_billions(info['params_total'])})"),
         ("params_active", f"{info['params_active']:,} ({_billions(info['params_active'])})"),
-        (f"kv_bytes_per_token ({SHOWN_KV_DTYPE})", f"{info['kv_bytes_per_token']:,.0f}"),
+        (f"kv_bytes_per_token ({SHOWN_KV_CACHE})", f"{info['kv_bytes_per_token']:,.0f}"),
         ("num_layers", info["num_layers"]), ("hidden_size", info["hidden_size"]),
         ("vocab_size", info["vocab_size"]), ("attention", info["attention"]),
         ("num_attention_heads", info["num_attention_heads"]), ("num_kv_heads", info["num_kv_heads"]),
