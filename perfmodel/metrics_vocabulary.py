@@ -103,6 +103,9 @@ _ENTRIES: list[Metric] = [
     _m("dp", "1", "data-parallel replicas of the layout", "sweep"),
     _m("dp_attention", "1", "attention data parallelism", "sweep", "plan"),
     _m("micro_batches", "1", "pipeline micro-batches of a split deployment", "predict --deployment"),
+    _m("max_num_seqs", "1", "the engine's limit on sequences in a step (a plan dimension, the engine "
+       "profile's field name)", "plan"),
+    _m("max_num_batched_tokens", "1", "the engine's token budget per step (a plan dimension)", "plan"),
     _m("seed", "1", "random seed of the simulation", "simulate", "max-load"),
     _m("target", "1", "SLO target: share of requests that must meet every limit", "max-load"),
     # ---- one static batch on an idle replica (predict, sweep, deployment)
