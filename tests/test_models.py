@@ -282,3 +282,11 @@ def test_kimi_k2_read_the_same_under_deepseek_v3_model_type():
     spec = from_hf_config(config, "kimi-as-v3")
     assert spec.family == "deepseek_v3"
     assert params_total(spec) == params_total(load_model("kimi-k2"))
+
+
+def test_weight_bytes_takes_weights_and_its_old_name_warns():
+    spec = load_model("llama-3.1-8b")
+    with pytest.warns(DeprecationWarning, match="weight_bytes: weights_dtype= is deprecated, use weights="):
+        old = weight_bytes(spec, weights_dtype="fp8")
+    assert old == weight_bytes(spec, weights="fp8") == weight_bytes(spec, "fp8")
+    assert spec.kv_bytes_per_token(kv_cache="fp8") == spec.kv_bytes_per_token("bf16") / 2

@@ -37,11 +37,12 @@ Recurrent state per sequence per recurrent layer (elements, independent of the c
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import SpecError
+from ..formats import DEPRECATED, renamed
 from ..precision import DType, dtype
 
 if TYPE_CHECKING:  # annotations only: ModelSpec's methods call this module (imported on use there)
@@ -231,19 +232,26 @@ def params_active(spec: ModelSpec, *, input_embedding: bool = True, lm_head: boo
     return body + (b["embedding"] if input_embedding else 0) + (b["lm_head"] if lm_head else 0)
 
 
-def weight_bytes(spec: ModelSpec, weights_dtype: str | DType, *, expert_dtype: str | DType | None = None,
-                 high_precision_dtype: str | DType = DEFAULT_HIGH_PRECISION) -> float:
+def weight_bytes(spec: ModelSpec, weights: str | DType | None = None, *,
+                 expert_dtype: str | DType | None = None,
+                 high_precision_dtype: str | DType = DEFAULT_HIGH_PRECISION,
+                 weights_dtype: Any = DEPRECATED) -> float:
     """Bytes of all weights [B] (a float: bits per element are floats, NVFP4 = 4.5 bit).
 
     .. math:: W = b_w·(P_{attn} + P_{dense} + P_{shared} + P_{router}) + b_e·P_{routed}
                  + b_{hp}·(P_{norms} + P_{emb} + P_{lm\\_head})
 
-    with b the bytes per element of ``weights_dtype`` (b_w), ``expert_dtype`` (b_e, defaults to the
+    with b the bytes per element of ``weights`` (b_w), ``expert_dtype`` (b_e, defaults to the
     weights format; gpt-oss ships MXFP4 experts with bf16 attention) and ``high_precision_dtype``
     (b_hp, bf16 by default: quantised checkpoints keep embeddings, LM head and norms in 16 bit).
-    Biases and sinks are counted with their matrices, at the weights format.
+    Biases and sinks are counted with their matrices, at the weights format. ``weights_dtype`` is the
+    deprecated old name of ``weights`` (warns).
     """
-    w, hp = dtype(weights_dtype, "weights"), dtype(high_precision_dtype, "high_precision")
+    if weights_dtype is not DEPRECATED:
+        weights = renamed("weights", weights, "weights_dtype", weights_dtype, "weight_bytes")
+    if weights is None:
+        raise SpecError("weight_bytes: weights (the weight format) is required")
+    w, hp = dtype(weights, "weights"), dtype(high_precision_dtype, "high_precision")
     e = dtype(expert_dtype, "expert") if expert_dtype is not None else w
     b = params_breakdown(spec)
     matrices = b["attention"] + b["dense_ffn"] + b["shared_experts"] + b["router"]
@@ -281,20 +289,20 @@ def _check_context(context: float | np.ndarray) -> np.ndarray:
     return ctx
 
 
-def kv_cache_bytes_by_group(spec: ModelSpec, kv_dtype: str | DType, context: float | np.ndarray
+def kv_cache_bytes_by_group(spec: ModelSpec, kv_cache: str | DType, context: float | np.ndarray
                             ) -> list[np.ndarray]:
     """KV bytes of one sequence per layer group [B], in ``spec.groups`` order.
 
-    ``count · kv_elems_per_token_per_layer · bytes(kv_dtype) · min(context, window)``, broadcast
+    ``count · kv_elems_per_token_per_layer · bytes(kv_cache) · min(context, window)``, broadcast
     over ``context`` [token]; 0 for recurrent groups.
     """
-    kv, ctx = dtype(kv_dtype, "kv_cache"), _check_context(context)
+    kv, ctx = dtype(kv_cache, "kv_cache"), _check_context(context)
     per_layer = kv_elems_per_token_per_layer(spec) * kv.bytes
     return [(g.count * per_layer if g.mixer == "attention" else 0.0) * cached_tokens(ctx, g.window)
             for g in spec.groups]
 
 
-def kv_cache_bytes(spec: ModelSpec, kv_dtype: str | DType, context: float | np.ndarray
+def kv_cache_bytes(spec: ModelSpec, kv_cache: str | DType, context: float | np.ndarray
                    ) -> float | np.ndarray:
     """KV-cache bytes of one sequence holding ``context`` tokens [B].
 
@@ -304,12 +312,12 @@ def kv_cache_bytes(spec: ModelSpec, kv_dtype: str | DType, context: float | np.n
     sliding/chunk window (∞ for full attention). Broadcasts over ``context``; a scalar in gives a
     float out.
     """
-    total = sum(kv_cache_bytes_by_group(spec, kv_dtype, context))
+    total = sum(kv_cache_bytes_by_group(spec, kv_cache, context))
     arr = np.asarray(total, dtype=np.float64)
     return float(arr) if arr.ndim == 0 else arr
 
 
-def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str | DType = "bf16",
+def kv_bytes_per_token(spec: ModelSpec, kv_cache: str | DType = "bf16",
                        context: float | np.ndarray | None = None) -> float | np.ndarray:
     """KV-cache bytes per token summed over layers [B/token].
 
@@ -319,11 +327,11 @@ def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str | DType = "bf16",
     with sliding-window or chunked layers once ``c`` exceeds the window.
     """
     if context is None:
-        return spec.attention_layers * kv_elems_per_token_per_layer(spec) * dtype(kv_dtype, "kv_cache").bytes
+        return spec.attention_layers * kv_elems_per_token_per_layer(spec) * dtype(kv_cache, "kv_cache").bytes
     ctx = _check_context(context)
     if np.any(ctx <= 0):
         raise SpecError(f"context: must be > 0 tokens for a per-token average, got {context!r}")
-    out = np.asarray(kv_cache_bytes(spec, kv_dtype, ctx)) / ctx
+    out = np.asarray(kv_cache_bytes(spec, kv_cache, ctx)) / ctx
     return float(out) if out.ndim == 0 else out
 
 

@@ -301,12 +301,12 @@ class ModelSpec:
         from .derived import params_active
         return params_active(self)
 
-    def kv_bytes_per_token(self, kv_dtype: str | DType = "bf16") -> float:
+    def kv_bytes_per_token(self, kv_cache: str | DType = "bf16") -> float:
         """KV-cache bytes per token over all layers [B] (see :func:`derived.kv_bytes_per_token`)."""
         from .derived import kv_bytes_per_token
-        return float(kv_bytes_per_token(self, kv_dtype))
+        return float(kv_bytes_per_token(self, kv_cache))
 
-    def kv_cache_bytes(self, kv_dtype: str | DType, context: float | np.ndarray) -> float | np.ndarray:
+    def kv_cache_bytes(self, kv_cache: str | DType, context: float | np.ndarray) -> float | np.ndarray:
         """KV-cache bytes of one sequence [B] (see :func:`derived.kv_cache_bytes`)."""
         from .derived import kv_cache_bytes
-        return kv_cache_bytes(self, kv_dtype, context)
+        return kv_cache_bytes(self, kv_cache, context)
