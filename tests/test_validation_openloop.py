@@ -153,7 +153,7 @@ def test_round_trip_every_format_predicts_finite_at_the_recorded_rate(files):
     for _, r in p.iterrows():
         cv = {"poisson": 1.0, "gamma": 2.0, "constant": CONSTANT_CV}[r["arrival_process"]]
         se = cv / math.sqrt((r["simulated_requests"] - 1) * r["replications"])
-        assert r["simulated_rate_rps"] == pytest.approx(r["request_rate_rps"], rel=4 * se + 0.01), r["id"]
+        assert r["simulated_rate_requests_per_s"] == pytest.approx(r["request_rate_rps"], rel=4 * se + 0.01), r["id"]
         assert r["simulated_requests"] == N and 3 <= r["replications"] <= 8
     assert set(p["id"]).isdisjoint(run.predictions["id"])     # never mixed into the closed-loop figures
 

@@ -196,8 +196,9 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
     -------
     predictions : pandas.DataFrame
         The rows with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_ttft_ci_pct``,
-        ``predicted_tpot_ci_pct``, ``replications``, ``simulated_requests``, ``simulated_rate_rps``,
-        ``simulated_throughput_rps``, ``simulated_peak_in_flight`` and the ``*_pct_error`` columns. A
+        ``predicted_tpot_ci_pct``, ``replications``, ``simulated_requests``,
+        ``simulated_rate_requests_per_s``, ``simulated_requests_per_s``, ``simulated_peak_in_flight`` and the
+        ``*_pct_error`` columns. A
         row recording a client-side cap (``max_concurrency``) is kept only when the simulation without
         the cap never had more requests in flight (the cap did not bind), else skipped with both numbers.
     skipped : pandas.DataFrame
@@ -235,7 +236,7 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
                         "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
                         "replications": p.replications, "simulated_requests": p.requests,
-                        "simulated_rate_rps": p.rate_rps, "simulated_throughput_rps": p.requests_per_s,
+                        "simulated_rate_requests_per_s": p.rate_rps, "simulated_requests_per_s": p.requests_per_s,
                         "simulated_peak_in_flight": p.peak_in_flight})
     preds = pd.DataFrame(out) if out else deployments.iloc[:0].assign(
         predicted_ttft_s=pd.Series(dtype=float), predicted_tpot_s=pd.Series(dtype=float))
