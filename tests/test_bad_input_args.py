@@ -366,6 +366,13 @@ def test_fuzz_count_accepts_only_counts(value):
         assert isinstance(got, int) and 1 <= got <= checks.MAX_COUNT and got == value
 
 
+@pytest.mark.parametrize("flag", ["--batch", "--tp", "--isl"])
+def test_double_dash_value_is_refused(capsys, flag):
+    """argparse drops a value of '--' (``--tp=--``) and would store an empty list: refused, flag named."""
+    code, out = _run([*P, f"{flag}=--"], capsys)
+    assert code == 2 and f"argument {flag}: expected a value, got '--'" in out
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet="0123456789-.,eEnaifx ", min_size=1, max_size=12))
 def test_fuzz_predict_batch_flag(capsys, text):

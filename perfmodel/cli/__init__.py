@@ -56,6 +56,10 @@ def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    for token in argv:  # argparse drops a value of '--' (``--batch=--``) and stores an empty list
+        if token.startswith("--") and token.endswith("=--"):
+            parser.error(f"argument {token[:-3]}: expected a value, got '--'")
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
