@@ -14,6 +14,7 @@ the row's date (``as_of`` where the page gives one, else ``-``), the date it was
 
 from __future__ import annotations
 
+import argparse
 from urllib.parse import urlparse
 
 from perfmodel.planning.prices import LIST_PRICE_CAVEAT, list_prices
@@ -34,4 +35,5 @@ def table() -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description="Print the shipped list-price table as Markdown.").parse_args()
     print(table())
