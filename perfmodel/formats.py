@@ -23,21 +23,10 @@ from __future__ import annotations
 
 import functools
 import sys
-import warnings
 from typing import Any
 
+from .deprecation import DEPRECATED, renamed  # noqa: F401 (re-exported: callers import them from here)
 from .errors import ConfigError
-
-
-class _Deprecated:
-    """Default of a deprecated argument's old name in a signature (means "not passed")."""
-
-    def __repr__(self) -> str:
-        return "<deprecated>"
-
-
-#: Default of every deprecated old argument name (``precision=``, ``precisions=``).
-DEPRECATED = _Deprecated()
 
 #: The default rule in words, for help texts and docs/cli.md (concept -> default).
 DEFAULTS = {
@@ -154,33 +143,6 @@ def format_list(value: Any, field: str = "weights") -> list[str | None]:
             raise ConfigError(f"{field}: expected format names (e.g. 'fp8,bf16'), got {item!r}")
         out.append(item.strip() or None if item is not None else None)
     return out or [None]
-
-
-def renamed(new: str, new_value: Any, old: str, old_value: Any, where: str, unset: Any = DEPRECATED) -> Any:
-    """The value of a renamed argument; the old spelling works and warns (:class:`DeprecationWarning`).
-
-    Parameters
-    ----------
-    new, old : str
-        Argument names (``"weights"``, ``"precision"``).
-    new_value, old_value : Any
-        What the caller passed under each (``unset`` when not passed).
-    where : str
-        The function's name, for the messages.
-    unset : Any
-        The value meaning "not passed" (default :data:`DEPRECATED`).
-
-    Raises
-    ------
-    ConfigError
-        Both spellings given.
-    """
-    if old_value is unset:
-        return new_value
-    if new_value is not None and new_value is not unset:
-        raise ConfigError(f"{where}: give {new}= only ({old}= is its deprecated old name), not both")
-    warnings.warn(f"{where}: {old}= is deprecated, use {new}=", DeprecationWarning, stacklevel=3)
-    return old_value
 
 
 def note_renamed_flag(command: str, old: str, new: str) -> None:

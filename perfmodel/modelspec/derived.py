@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..deprecation import DEPRECATED, renamed
 from ..errors import SpecError
-from ..formats import DEPRECATED, renamed
 from ..precision import DType, dtype
 
 if TYPE_CHECKING:  # annotations only: ModelSpec's methods call this module (imported on use there)

@@ -1,0 +1,51 @@
+"""Deprecated argument names: the marker default of an old name and the rule that reads it.
+
+Kept apart from :mod:`perfmodel.formats` (which re-exports both) so that low-level modules such as
+:mod:`perfmodel.modelspec.derived` can use them without importing the format rules, which look up
+checkpoint formats through the model loaders.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from .errors import ConfigError
+
+
+class _Deprecated:
+    """Default of a deprecated argument's old name in a signature (means "not passed")."""
+
+    def __repr__(self) -> str:
+        return "<deprecated>"
+
+
+#: Default of every deprecated old argument name (``precision=``, ``precisions=``).
+DEPRECATED = _Deprecated()
+
+
+def renamed(new: str, new_value: Any, old: str, old_value: Any, where: str, unset: Any = DEPRECATED) -> Any:
+    """The value of a renamed argument; the old spelling works and warns (:class:`DeprecationWarning`).
+
+    Parameters
+    ----------
+    new, old : str
+        Argument names (``"weights"``, ``"precision"``).
+    new_value, old_value : Any
+        What the caller passed under each (``unset`` when not passed).
+    where : str
+        The function's name, for the messages.
+    unset : Any
+        The value meaning "not passed" (default :data:`DEPRECATED`).
+
+    Raises
+    ------
+    ConfigError
+        Both spellings given.
+    """
+    if old_value is unset:
+        return new_value
+    if new_value is not None and new_value is not unset:
+        raise ConfigError(f"{where}: give {new}= only ({old}= is its deprecated old name), not both")
+    warnings.warn(f"{where}: {old}= is deprecated, use {new}=", DeprecationWarning, stacklevel=3)
+    return old_value
