@@ -6,6 +6,7 @@ and forms its sums lazily; :class:`StackedRow` is one op's row of ops costed tog
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -162,10 +163,10 @@ class _Stack:
     """
 
     def __init__(self, ops: list, parts: np.ndarray, serial: list[int], smooth: list[int],
-                 slots: tuple[list[int], list[int], int, int]) -> None:
+                 slots: tuple[np.ndarray, np.ndarray, int, int], weights: np.ndarray) -> None:
         self.ops, self.parts, self.serial, self.smooth, self.slots = ops, parts, serial, smooth, slots
-        self.axes = (len(ops),) + (1,) * (parts.ndim - 2)  # a column over the points' axes
-        self.weights = np.array([w for _, _, w in ops], dtype=float).reshape(self.axes)
+        self.axes = weights.shape  # a column over the points' axes
+        self.weights = weights
         self.weighted_totals: np.ndarray | None = None  # weight x total of each op, once summed
 
     @classmethod
@@ -177,24 +178,25 @@ class _Stack:
         shape = getattr(ops[0][1].compute, "shape", None)
         if shape is None or math.prod(shape) > MAX_POINTS:
             return None
-        rows, serial, smooth, position, column = [], [], [], [], []
-        classes: dict[str, list[int]] = {}  # op class -> [its column, ops of it so far]
-        for j, (c, p, _) in enumerate(ops):
-            if not (type(p) is OpTime or type(p) is StackedRow) or not (
-                    getattr(p.compute, "shape", None) == getattr(p.memory, "shape", None)
-                    == getattr(p.overhead, "shape", None) == shape):
+        rows, serial, smooth = [], [], []
+        for j, (_, p, _) in enumerate(ops):
+            if not (type(p) is OpTime or type(p) is StackedRow):
                 return None
-            rows.append((p.compute, p.memory, p.overhead))
+            compute, memory, overhead = row = p.compute, p.memory, p.overhead
+            if not (getattr(compute, "shape", None) == getattr(memory, "shape", None)
+                    == getattr(overhead, "shape", None) == shape):
+                return None
+            rows.append(row)
             if not (type(p.serial) is float and p.serial == 0.0):
                 serial.append(j)
             if p.overlap != math.inf:
                 smooth.append(j)
-            slot = classes.setdefault(c, [len(classes), 0])
-            column.append(slot[0])
-            position.append(slot[1])
-            slot[1] += 1
-        slots = (position, column, max(n for _, n in classes.values()), len(classes))
-        return cls(ops, np.array(rows), serial, smooth, slots)
+        key = tuple((c, w) for c, _, w in ops)
+        try:
+            layout = _layout(key, len(shape))
+        except TypeError:  # a weight that is not a number (unhashable): formed for this breakdown alone
+            layout = _layout.__wrapped__(key, len(shape))
+        return cls(ops, np.array(rows), serial, smooth, *layout)
 
     def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """Σ over op classes of each class's weighted sum of compute parts, and of memory parts [s]:
@@ -225,3 +227,25 @@ class _Stack:
 
 #: Most points per op for which :class:`StepBreakdown` sums the ops as matrices.
 MAX_POINTS = 64
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(ops: tuple[tuple[str, float], ...], ndim: int
+            ) -> tuple[tuple[np.ndarray, np.ndarray, int, int], np.ndarray]:
+    """The fixed layout of a :class:`_Stack` of ops of these (class, weight) over ``ndim`` point axes:
+    where each op goes in :meth:`_Stack.part_sums`'s (depth, classes) matrix (its position within its
+    class, its class's column, the most ops of one class, the number of classes), and the weights as a
+    column. A step model's ops come in the same classes and layer counts on every call, so the layout
+    is formed once per sequence (read-only arrays: shared between calls)."""
+    position, column = [], []
+    counts: dict[str, list[int]] = {}  # op class -> [its column, ops of it so far]
+    for c, _ in ops:
+        slot = counts.setdefault(c, [len(counts), 0])
+        column.append(slot[0])
+        position.append(slot[1])
+        slot[1] += 1
+    weights = np.array([w for _, w in ops], dtype=float).reshape((len(ops),) + (1,) * ndim)
+    arrays = (np.array(position), np.array(column), weights)
+    for a in arrays:
+        a.flags.writeable = False
+    return (arrays[0], arrays[1], max(n for _, n in counts.values()), len(counts)), weights

@@ -165,19 +165,23 @@ class MemoryBudget:
 def static_batch_budget(model: ModelSpec, par: Parallel, prec: Precision, capacity: float, batch, isl,
                         context, reserve: float = DEFAULT_RESERVE, kv_on_device: float = 1.0,
                         step_tokens: float = WORKSPACE_TOKENS, extra_weights: float = 0.0,
-                        extra_kv_per_token: float = 0.0) -> MemoryBudget:
+                        extra_kv_per_token: float = 0.0, model_weights: float | None = None
+                        ) -> MemoryBudget:
     """Device memory of a static batch of ``batch`` sequences of ``isl`` prompt tokens holding
     ``context`` tokens each; the prefill workspace covers min(batch·isl, ``step_tokens``) tokens and
     ``kv_on_device`` is the share of the KV cache kept on the device (the rest in host memory).
 
     ``extra_weights`` [B] and ``extra_kv_per_token`` [B per token of context] are added per device
     (a speculative-decoding draft: :func:`perfmodel.engine.speculative_draft.draft_memory`); they
-    count in ``weights``, ``kv_cache`` and ``max_batch``."""
+    count in ``weights``, ``kv_cache`` and ``max_batch``. ``model_weights`` is
+    :func:`weights_per_device` where the caller has it already (a step model keeps it)."""
     b, isl = np.asarray(batch, dtype=float), np.asarray(isl, dtype=float)
-    per_tok = kv_bytes_per_token_device(model, par, prec, context) + extra_kv_per_token * np.asarray(context, float)
+    per_tok = kv_bytes_per_token_device(model, par, prec, context)
+    if extra_kv_per_token:
+        per_tok = per_tok + extra_kv_per_token * np.asarray(context, float)
     kv = kv_on_device * (b / par.dp_attention) * per_tok
     work = workspace_bytes(model, par, prec, np.minimum(b * isl, step_tokens))
-    weights = weights_per_device(model, par, prec) + extra_weights
+    weights = (weights_per_device(model, par, prec) if model_weights is None else model_weights) + extra_weights
     mx = _batch_limit(capacity * (1.0 - reserve) - weights, kv_on_device * per_tok / par.dp_attention,
                       float(workspace_bytes(model, par, prec, 1.0)), isl, step_tokens)
     return MemoryBudget(capacity, reserve, weights, kv, work, np.floor(mx))

@@ -181,8 +181,24 @@ class AttentionDims:
     mla: bool
 
 
+#: :func:`attention_dims` by (model identity, tp), with the model held so that its identity is not reused.
+_DIMS: dict[tuple[int, int], tuple[ModelSpec, AttentionDims]] = {}
+
+
 def attention_dims(model: ModelSpec, tp: int) -> AttentionDims:
-    """Head counts and sizes of the attention core on one device."""
+    """Head counts and sizes of the attention core on one device (formed once per spec and tp: a step
+    reads them for every attention op)."""
+    hit = _DIMS.get((id(model), tp))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    dims = _attention_dims(model, tp)
+    if len(_DIMS) >= 256:
+        _DIMS.clear()
+    _DIMS[(id(model), tp)] = (model, dims)
+    return dims
+
+
+def _attention_dims(model: ModelSpec, tp: int) -> AttentionDims:
     nq = model.num_attention_heads / tp
     kv_e = kv_elems_per_token_layer(model, tp)
     if model.attention == "mla":

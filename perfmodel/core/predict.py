@@ -446,14 +446,10 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
 
     par, prec, mdl = sm.parallel, sm.precision, sm.model
     mem = static_batch_budget(mdl, par, prec, sm.hardware.memory_capacity, b, i, i + o, sm.reserve,
-                              1.0 - sm.kv_host_fraction, extra_weights=draft_w, extra_kv_per_token=draft_kv)
-    eff = sm.efficiency
+                              1.0 - sm.kv_host_fraction, extra_weights=draft_w, extra_kv_per_token=draft_kv,
+                              model_weights=sm.weights_per_device)
     config = {
-        "model": mdl.id, "hardware": sm.hardware.id, "parallel": par.label(),
-        "precision": prec.label(), "efficiency": eff.name, "efficiency_fallback": eff.fallback,
-        "basis": "analytic-datasheet" if eff.name == "datasheet" else "analytic-calibrated",
-        "tp": par.tp, "pp": par.pp, "ep": par.ep, "dp_attention": par.dp_attention,
-        "reserve_fraction": sm.reserve, "link": sm.link_id, "kv_host_fraction": sm.kv_host_fraction,
+        **sm.labels,
         "engine": "none (bare kernel model)" if served is None else served.label,
         "prefix_hit_rate": float(prefix_hit_rate),
         "spec_decode": "off" if spec is None else f"{spec.label()} ({spec.acceptance_source})",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -74,15 +75,14 @@ def _stack_fields(ops: list[Op], idx: list[int], names: tuple[str, ...]
     None for fewer than two ops or more than :data:`STACK_POINTS` points (cost them one by one)."""
     if len(idx) < 2:
         return None
-    fields = [tuple(getattr(ops[j], name) for name in names) for j in idx]
+    fields = list(zip(*map(operator.attrgetter(*names), [ops[j] for j in idx]), strict=True))  # per name
     shapes = {getattr(x, "shape", ()) for f in fields for x in f}
     shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
     if math.prod(shape) > STACK_POINTS:
         return None
-    same = not shapes  # all of one shape: no broadcast needed
-    matrices = [np.array([f[i] if same else np.broadcast_to(f[i], shape) for f in fields], dtype=float)
-                for i in range(len(names))]
-    return matrices, (len(idx),) + (1,) * len(shape)
+    if shapes:  # not all of one shape: broadcast each to the common one
+        fields = [[np.broadcast_to(x, shape) for x in f] for f in fields]
+    return [np.array(f, dtype=float) for f in fields], (len(idx),) + (1,) * len(shape)
 
 
 class StepModel:
@@ -217,15 +217,26 @@ class StepModel:
             raise ConfigError(f"kv_host_fraction > 0 needs a host link; {self.hardware.id}'s spec has none")
         return port.bandwidth.value if port.bandwidth else load_link(port.link).bandwidth.value
 
+    @functools.cached_property
+    def labels(self) -> dict[str, object]:
+        """What this replica is, for result records: model and hardware ids, layout and format labels,
+        the efficiency profile, the collective link and the host-KV share (formed once; do not modify)."""
+        par, eff = self.parallel, self.efficiency
+        return {"model": self.model.id, "hardware": self.hardware.id, "parallel": par.label(),
+                "precision": self.precision.label(), "efficiency": eff.name, "efficiency_fallback": eff.fallback,
+                "basis": "analytic-datasheet" if eff.name == "datasheet" else "analytic-calibrated",
+                "tp": par.tp, "pp": par.pp, "ep": par.ep, "dp_attention": par.dp_attention,
+                "reserve_fraction": self.reserve, "link": self.link_id, "kv_host_fraction": self.kv_host_fraction}
+
     # ------------------------------------------------------------------ memory
     @property
     def devices(self) -> int:
         """Devices per replica."""
         return self.parallel.devices
 
-    @property
+    @functools.cached_property
     def weights_per_device(self) -> float:
-        """Weight bytes on the most loaded device [B]."""
+        """Weight bytes on the most loaded device [B] (formed once: the step model does not change)."""
         return weights_per_device(self.model, self.parallel, self.precision)
 
     @property
@@ -440,8 +451,8 @@ class StepModel:
             for msg in layer_messages(model, group, par, prec, shape):
                 out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)
         ops.extend((op, 1.0) for op in embedding_head_ops(model, par, prec, shape))
-        for (op, count), parts in zip(ops, self._costs([op for op, _ in ops]), strict=True):
-            out.add_op(op.op_class, parts, count)
+        out.ops = [(op.op_class, parts, count)
+                   for (op, count), parts in zip(ops, self._costs([op for op, _ in ops]), strict=True)]
         out.context_ops = [j for j, (op, _) in enumerate(ops) if op.name in ("attention_decode", "indexer_decode")]
         if par.pp > 1:
             hand_off = Message("pp_p2p", "p2p", shape.tokens * model.hidden_size * prec.act_bytes, 2)

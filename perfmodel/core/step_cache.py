@@ -10,6 +10,11 @@ and keyed by object identity, with the objects held by the entry so that their i
 reused; any other argument that is not a number, a string or None (an
 :class:`~perfmodel.core.efficiency.Efficiency`) is keyed the same way. Specs and profiles are frozen
 and a StepModel is not changed after construction, so a cached one gives the answers a new one would.
+
+Resolving the names costs a scalar ``predict`` about 5 % of its time, so a call that names both the
+model and the hardware by strings that resolved to *shipped* specs (read once from the package, never
+from a file a user may edit) is also found by those strings and the other arguments as given
+(:data:`_by_name`); names of files and of specs registered from files always take the path above.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..formats import resolve_formats
-from ..hardware import load_accelerator
+from ..hardware import load_accelerator, load_hardware
 from ..modelspec import load_model
 from .step import StepModel, check_system_size
 
@@ -27,6 +32,8 @@ from .step import StepModel, check_system_size
 MAX_ENTRIES = 64
 
 _entries: OrderedDict[tuple, tuple[tuple, StepModel]] = OrderedDict()
+#: The same StepModels by the names and arguments as given, for shipped model and hardware ids only.
+_by_name: OrderedDict[tuple, StepModel] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -52,6 +59,11 @@ def cached_step_model(model, hardware, **options: Any) -> StepModel:
     StepModel
         Shared between calls with equal arguments: do not modify it.
     """
+    name_key = _name_key(model, hardware, options)
+    if name_key is not None:
+        sm = _by_name.get(name_key)
+        if sm is not None:
+            return sm
     check_system_size(hardware, options.get("tp", 1), options.get("pp", 1), options.get("dp_attention", 1))
     model_spec, accelerator = load_model(model), load_accelerator(hardware)
     if not options.get("weights") or not options.get("kv_cache"):  # a repo id's format suffix counts
@@ -62,16 +74,44 @@ def cached_step_model(model, hardware, **options: Any) -> StepModel:
         entry = _entries.get(key)
         if entry is not None:
             _entries.move_to_end(key)
-            return entry[1]
-    sm = StepModel(model_spec, accelerator, **options)
+        sm = entry[1] if entry is not None else None
+    if sm is None:
+        sm = StepModel(model_spec, accelerator, **options)
     with _lock:  # the entry holds what is keyed by identity, so that no identity is reused meanwhile
         _entries[key] = ((model_spec, accelerator, tuple(options.values())), sm)
         while len(_entries) > MAX_ENTRIES:
             _entries.popitem(last=False)
+        if name_key is not None and _shipped(model, hardware):
+            _by_name[name_key] = sm
+            while len(_by_name) > MAX_ENTRIES:
+                _by_name.popitem(last=False)
     return sm
+
+
+def _name_key(model: Any, hardware: Any, options: dict[str, Any]) -> tuple | None:
+    """The key of :data:`_by_name`: both names and every option's type and value, or None when an
+    argument is not a string (model, hardware) or not a string, number or None (the options)."""
+    if type(model) is not str or type(hardware) is not str:
+        return None
+    key = [model, hardware]
+    for name, value in options.items():
+        if value is not None and type(value) not in (str, int, float, bool):
+            return None
+        key += (name, type(value), value)
+    return tuple(key)
+
+
+def _shipped(model: str, hardware: str) -> bool:
+    """Whether both names resolve to specs shipped with the package (the same objects on every call)."""
+    from ..hardware.registry import _catalogue as hardware_catalogue
+    from ..modelspec.registry import _catalogue as model_catalogue
+
+    spec, device = load_model(model), load_hardware(hardware)
+    return model_catalogue()[0].get(spec.id) is spec and hardware_catalogue()[0].get(device.id) is device
 
 
 def clear() -> None:
     """Drop every cached StepModel."""
     with _lock:
         _entries.clear()
+        _by_name.clear()
