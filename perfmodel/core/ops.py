@@ -13,6 +13,7 @@ Bytes: b_w per weight, b_a = 2 per activation, b_kv per cached element.
 
 from __future__ import annotations
 
+import functools
 from functools import cached_property
 from typing import Literal
 
@@ -158,13 +159,27 @@ def _gemms(m, *specs: tuple[str, OpClass, float, float, float, float]) -> list[O
     stacked pass (the same element-wise arithmetic: the same values)."""
     m = np.asarray(m, dtype=float)
     present = (m > 0).astype(float)
-    col = (len(specs),) + (1,) * m.ndim
-    coef = np.array([(2.0 * n * k, n * k * wb, (n + k) * ab) for _, _, n, k, wb, ab in specs])
-    weights = present * coef[:, 1].reshape(col)
-    flops, data = coef[:, 0].reshape(col) * m, weights + m * coef[:, 2].reshape(col)
+    try:
+        flop_coef, weight_coef, act_coef = _gemm_coefficients(specs, m.ndim)
+    except TypeError:  # a size given as an array (unhashable): formed for this call
+        flop_coef, weight_coef, act_coef = _gemm_coefficients.__wrapped__(specs, m.ndim)
+    weights = present * weight_coef
+    flops, data = flop_coef * m, weights + m * act_coef
     m_ops = np.maximum(m, 1.0)
     return [Op(name, op_class, "gemm", flops[r], data[r], m=m_ops, kernels=present, weight_bytes=weights[r],
                n=n, k=k) for r, (name, op_class, n, k, _, _) in enumerate(specs)]
+
+
+@functools.lru_cache(maxsize=512)
+def _gemm_coefficients(specs: tuple[tuple[str, OpClass, float, float, float, float], ...], ndim: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns 2NK, NK b_w and (N + K) b_a of :func:`_gemms`'s GEMMs over ``ndim`` point axes: fixed
+    for a step model, so formed once per set of GEMMs (read-only: shared between calls)."""
+    coef = np.array([(2.0 * n * k, n * k * wb, (n + k) * ab) for _, _, n, k, wb, ab in specs])
+    cols = tuple(coef[:, j].reshape((len(specs),) + (1,) * ndim) for j in range(3))
+    for c in cols:
+        c.flags.writeable = False
+    return cols  # type: ignore[return-value]
 
 
 @frozen
