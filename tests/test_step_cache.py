@@ -76,3 +76,42 @@ def test_a_hardware_file_edited_between_calls_is_read_again(tmp_path):
     by_id = pm.predict("llama-3.1-8b", "step-cache-test-gpu", isl=1024, osl=128, batch=4)
     assert float(by_path.tpot_s) < 0.75 * float(first.tpot_s)
     assert float(by_id.tpot_s) == float(by_path.tpot_s)
+
+
+def test_names_find_step_models_only_for_shipped_specs(tmp_path):
+    """Shipped ids (and aliases) are also keyed by the names as given; a file named by its path, even a
+    copy of a shipped one with the same id, is read again and never found by name."""
+    step_cache.clear()
+    a = step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=1, weights=None)
+    assert step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=1, weights=None) is a
+    assert step_cache.cached_step_model("llama-3.1-8b", "H100", tp=1, weights=None) is a  # alias: same spec
+    assert step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=1, weights="bf16") is a  # the default
+    assert len(step_cache._by_name) == 3
+    assert step_cache.cached_step_model("llama-3.1-8b", "h100-sxm", tp=2, weights=None) is not a
+    text = resources.files("perfmodel.hardware_specs").joinpath("accelerators/h100-sxm.yaml").read_text()
+    assert "value: 3.35 TB/s" in text
+    path = tmp_path / "h100-copy.yaml"  # keeps the shipped id: used as given, not registered
+    path.write_text(text.replace("value: 3.35 TB/s", "value: 6.7 TB/s"))
+    shipped = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=128, batch=4)
+    faster = pm.predict("llama-3.1-8b", str(path), isl=1024, osl=128, batch=4)
+    assert float(faster.tpot_s) < 0.75 * float(shipped.tpot_s)
+    path.write_text(text)
+    assert float(pm.predict("llama-3.1-8b", str(path), isl=1024, osl=128, batch=4).tpot_s) == float(shipped.tpot_s)
+    assert not any(str(path) in key for key in step_cache._by_name)
+
+
+def test_another_efficiency_profile_gives_its_own_answer():
+    """An edited profile object is another key: its answer, not the cached one of the shipped profile;
+    and the shipped one's answer is unchanged after it."""
+    from dataclasses import replace
+
+    sm = step_cache.cached_step_model("llama-3.1-8b", "h100-sxm")
+    before = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=512, batch=4)
+    slower_memory = replace(sm.efficiency, memory=sm.efficiency.memory / 2, op_params={})
+    edited = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=512, batch=4, efficiency=slower_memory)
+    assert float(edited.tpot_s) > 1.5 * float(before.tpot_s)
+    assert edited.config["efficiency"] == before.config["efficiency"]  # same name, other values
+    after = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=512, batch=4)
+    assert float(after.tpot_s) == float(before.tpot_s)
+    datasheet = pm.predict("llama-3.1-8b", "h100-sxm", isl=1024, osl=512, batch=4, efficiency="datasheet")
+    assert float(datasheet.tpot_s) < float(before.tpot_s)
