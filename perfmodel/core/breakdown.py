@@ -31,7 +31,7 @@ class PartSums:
 def dominant_term(compute, memory, comm) -> np.ndarray:
     """'compute', 'memory' or 'communication': the largest of a step's summed parts [s]."""
     c, m, k = (np.asarray(x, float) for x in (compute, memory, comm))
-    if not c.shape == m.shape == k.shape:
+    if not c.shape == m.shape == k.shape and not (c.shape == m.shape and k.ndim == 0):  # (a scalar k broadcasts)
         c, m, k = np.broadcast_arrays(c, m, k)
     code = np.where(c >= m, 0, 1)
     code[(k > c) & (k > m)] = 2
