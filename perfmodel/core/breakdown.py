@@ -162,11 +162,11 @@ class _Stack:
     values are the loops' bit for bit.
     """
 
-    def __init__(self, ops: list, parts: np.ndarray, serial: list[int], smooth: list[int],
-                 slots: tuple[np.ndarray, np.ndarray, int, int], weights: np.ndarray) -> None:
-        self.ops, self.parts, self.serial, self.smooth, self.slots = ops, parts, serial, smooth, slots
-        self.axes = weights.shape  # a column over the points' axes
-        self.weights = weights
+    def __init__(self, ops: list, parts: np.ndarray, serial: list[int],
+                 slots: tuple[np.ndarray, np.ndarray, int, int], weights: np.ndarray,
+                 smooth: tuple[np.ndarray, np.ndarray] | None) -> None:
+        self.ops, self.parts, self.serial, self.slots = ops, parts, serial, slots
+        self.weights, self.smooth = weights, smooth  # smooth: (rows, their exponents) of finite overlap
         self.weighted_totals: np.ndarray | None = None  # weight x total of each op, once summed
 
     @classmethod
@@ -178,7 +178,7 @@ class _Stack:
         shape = getattr(ops[0][1].compute, "shape", None)
         if shape is None or math.prod(shape) > MAX_POINTS:
             return None
-        rows, serial, smooth = [], [], []
+        rows, serial = [], []
         for j, (_, p, _) in enumerate(ops):
             if not (type(p) is OpTime or type(p) is StackedRow):
                 return None
@@ -189,14 +189,12 @@ class _Stack:
             rows.append(row)
             if not (type(p.serial) is float and p.serial == 0.0):
                 serial.append(j)
-            if p.overlap != math.inf:
-                smooth.append(j)
-        key = tuple((c, w) for c, _, w in ops)
+        key = tuple((c, w, p.overlap) for c, p, w in ops)
         try:
             layout = _layout(key, len(shape))
         except TypeError:  # a weight that is not a number (unhashable): formed for this breakdown alone
             layout = _layout.__wrapped__(key, len(shape))
-        return cls(ops, np.array(rows), serial, smooth, *layout)
+        return cls(ops, np.array(rows), serial, *layout)
 
     def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """Σ over op classes of each class's weighted sum of compute parts, and of memory parts [s]:
@@ -212,10 +210,10 @@ class _Stack:
 
     def total_sum(self) -> np.ndarray:
         """Σ weight × op total over the ops, in op order [s]."""
-        compute, memory, smooth = self.parts[:, 0], self.parts[:, 1], self.smooth
+        compute, memory = self.parts[:, 0], self.parts[:, 1]
         totals = np.maximum(compute, memory)
-        if smooth:
-            exponents = np.array([self.ops[j][1].overlap for j in smooth]).reshape((len(smooth),) + self.axes[1:])
+        if self.smooth is not None:
+            smooth, exponents = self.smooth
             totals[smooth] = smooth_max(compute[smooth], memory[smooth], exponents)
         for j in self.serial:
             totals[j] += self.ops[j][1].serial
@@ -230,22 +228,26 @@ MAX_POINTS = 64
 
 
 @functools.lru_cache(maxsize=256)
-def _layout(ops: tuple[tuple[str, float], ...], ndim: int
-            ) -> tuple[tuple[np.ndarray, np.ndarray, int, int], np.ndarray]:
-    """The fixed layout of a :class:`_Stack` of ops of these (class, weight) over ``ndim`` point axes:
-    where each op goes in :meth:`_Stack.part_sums`'s (depth, classes) matrix (its position within its
-    class, its class's column, the most ops of one class, the number of classes), and the weights as a
-    column. A step model's ops come in the same classes and layer counts on every call, so the layout
+def _layout(ops: tuple[tuple[str, float, float], ...], ndim: int
+            ) -> tuple[tuple[np.ndarray, np.ndarray, int, int], np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """The fixed layout of a :class:`_Stack` of ops of these (class, weight, overlap) over ``ndim`` point
+    axes: where each op goes in :meth:`_Stack.part_sums`'s (depth, classes) matrix (its position within
+    its class, its class's column, the most ops of one class, the number of classes); the weights as a
+    column; the rows with a smooth roofline (finite overlap) and their exponents as a column, or None.
+    A step model's ops come in the same classes, layer counts and overlaps on every call, so the layout
     is formed once per sequence (read-only arrays: shared between calls)."""
     position, column = [], []
     counts: dict[str, list[int]] = {}  # op class -> [its column, ops of it so far]
-    for c, _ in ops:
+    for c, _, _ in ops:
         slot = counts.setdefault(c, [len(counts), 0])
         column.append(slot[0])
         position.append(slot[1])
         slot[1] += 1
-    weights = np.array([w for _, w in ops], dtype=float).reshape((len(ops),) + (1,) * ndim)
-    arrays = (np.array(position), np.array(column), weights)
+    weights = np.array([w for _, w, _ in ops], dtype=float).reshape((len(ops),) + (1,) * ndim)
+    rows = [j for j, (_, _, p) in enumerate(ops) if p != math.inf]
+    exponents = np.array([ops[j][2] for j in rows], dtype=float).reshape((len(rows),) + (1,) * ndim)
+    arrays = (np.array(position), np.array(column), weights, np.array(rows, dtype=np.intp), exponents)
     for a in arrays:
         a.flags.writeable = False
-    return (arrays[0], arrays[1], max(n for _, n in counts.values()), len(counts)), weights
+    smooth = (arrays[3], exponents) if rows else None
+    return (arrays[0], arrays[1], max(n for _, n in counts.values()), len(counts)), weights, smooth
