@@ -182,11 +182,11 @@ class _Stack:
         for j, (_, p, _) in enumerate(ops):
             if not (type(p) is OpTime or type(p) is StackedRow):
                 return None
-            compute, memory, overhead = row = p.compute, p.memory, p.overhead
+            compute, memory, overhead = p.compute, p.memory, p.overhead
             if not (getattr(compute, "shape", None) == getattr(memory, "shape", None)
                     == getattr(overhead, "shape", None) == shape):
                 return None
-            rows.append(row)
+            rows += (compute, memory, overhead)
             if not (type(p.serial) is float and p.serial == 0.0):
                 serial.append(j)
         key = tuple((c, w, p.overlap) for c, p, w in ops)
@@ -194,7 +194,9 @@ class _Stack:
             layout = _layout(key, len(shape))
         except TypeError:  # a weight that is not a number (unhashable): formed for this breakdown alone
             layout = _layout.__wrapped__(key, len(shape))
-        return cls(ops, np.array(rows), serial, *layout)
+        # one copy into (ops, part, points): concatenating the 1-d rows is the cheaper way for a few points
+        parts = (np.concatenate(rows) if shape else np.array(rows)).reshape((len(ops), 3) + shape)
+        return cls(ops, parts, serial, *layout)
 
     def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """Σ over op classes of each class's weighted sum of compute parts, and of memory parts [s]:

@@ -79,8 +79,8 @@ def gemm_compute_eta(m_tokens: ArrayLike, eta_max: float, m_half: float) -> np.n
 
 def _wave_eta(m: np.ndarray, n_tiles: np.ndarray, eta_max: float, m_half: float, wave: float,
               slots: float) -> np.ndarray:
-    """η_c(M) / (1 + w (q - 1)) with wave quantisation q over ceil(M/128) x N-tiles output tiles."""
-    tiles = np.ceil(np.maximum(m, 1.0) / TILE) * n_tiles
+    """η_c(M) / (1 + w (q - 1)) with wave quantisation q over ceil(M/128) x N-tiles output tiles (M ≥ 1)."""
+    tiles = np.ceil(m / TILE) * n_tiles
     return gemm_compute_eta(m, eta_max, m_half) / (1.0 + wave * (np.ceil(tiles / slots) * slots / tiles - 1.0))
 
 
