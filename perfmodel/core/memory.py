@@ -99,13 +99,16 @@ def kv_bytes_per_token_device(model: ModelSpec, par: Parallel, prec: Precision,
     ctx = np.asarray(context, dtype=float)
     index = model.sparse_attention.index_head_dim if model.sparse_attention is not None else 0
     per_layer = (kv_elems_per_token_layer(model, par.tp) + index) * prec.kv_cache.bytes
-    total = np.zeros(ctx.shape)
+    total = None  # the first group's bytes start the sum (0 + x is x)
     for g in model.layer_groups:
         if g.mixer != "attention":
             continue
         held = np.minimum(ctx, g.window) if g.window else ctx
-        total = total + g.count * held * per_layer
-    total = total / par.pp
+        term = g.count * held * per_layer
+        total = term if total is None else total + term
+    total = np.zeros(ctx.shape) if total is None else total
+    if par.pp > 1:
+        total = total / par.pp
     if state and model.recurrent is not None:
         total = total + np.where(ctx > 0, state_bytes_per_sequence_device(model, par), 0.0)
     return total
