@@ -24,7 +24,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..formats import resolve_formats
-from ..hardware import load_accelerator, load_hardware
+from ..hardware import load_accelerator
 from ..modelspec import load_model
 from .step import StepModel, check_system_size
 
@@ -81,7 +81,7 @@ def cached_step_model(model, hardware, **options: Any) -> StepModel:
         _entries[key] = ((model_spec, accelerator, tuple(options.values())), sm)
         while len(_entries) > MAX_ENTRIES:
             _entries.popitem(last=False)
-        if name_key is not None and _shipped(model, hardware):
+        if name_key is not None and _shipped(model_spec, hardware):
             _by_name[name_key] = sm
             while len(_by_name) > MAX_ENTRIES:
                 _by_name.popitem(last=False)
@@ -101,13 +101,18 @@ def _name_key(model: Any, hardware: Any, options: dict[str, Any]) -> tuple | Non
     return tuple(key)
 
 
-def _shipped(model: str, hardware: str) -> bool:
-    """Whether both names resolve to specs shipped with the package (the same objects on every call)."""
+def _shipped(model_spec, hardware: str) -> bool:
+    """Whether the model (resolved already) is a spec shipped with the package and the hardware name is a
+    shipped id or alias: names that give the same objects on every call (no file is read here)."""
     from ..hardware.registry import _catalogue as hardware_catalogue
+    from ..hardware.registry import _looks_like_path
     from ..modelspec.registry import _catalogue as model_catalogue
 
-    spec, device = load_model(model), load_hardware(hardware)
-    return model_catalogue()[0].get(spec.id) is spec and hardware_catalogue()[0].get(device.id) is device
+    if model_catalogue()[0].get(model_spec.id) is not model_spec:
+        return False
+    specs, aliases = hardware_catalogue()
+    key = hardware.strip()  # as load_hardware looks a name up (a name that looks like a path is a file)
+    return not _looks_like_path(key) and (key in specs or key.lower() in aliases)
 
 
 def clear() -> None:
