@@ -78,9 +78,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                            "value in max-load")
     g.add_argument("--burstiness", type=POSITIVE_REAL, help="open loop: CV of inter-arrival gaps (gamma; 1 = Poisson)")
     g.add_argument("--think-time", help="closed loop: pause between a response and the next request, e.g. 1s")
-    g.add_argument("--ramp-up", help="closed loop: client k starts at k x RAMP/C, e.g. 30s (default 0: all "
-                                     "at once, which runs in synchronised waves; about one request duration "
-                                     "spreads them, see docs/serving.md)")
+    g.add_argument("--ramp-up", help="closed loop: client k starts at k x RAMP/C, e.g. 30s; default auto: one "
+                                     "mean request duration at that load (steady state); 0 starts all clients "
+                                     "at once, which with fixed lengths runs in synchronised waves "
+                                     "(docs/serving.md)")
     g.add_argument("--requests", type=POSITIVE, help="requests to send (default: workload's, else 1000)")
     g.add_argument("--horizon", help="stop at this simulated time, e.g. 600s (unfinished = in_flight)")
     g.add_argument("--timeout", help="cancel a request without a first token after this long, e.g. 20s")
@@ -291,6 +292,7 @@ def run_simulate(args) -> int:
                      "engine": eng.describe(), "replicas": res.meta["replicas"], "router": res.meta["router"],
                      "seed": args.seed, "step_model": res.meta["step_model"], "formats": _formats(model),
                      "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng),
+                     "ramp_up": res.meta.get("ramp_up"),
                      "kv_memory": None if mem is None else mem.as_dict()})
 
     def table() -> None:
@@ -320,11 +322,27 @@ def run_simulate(args) -> int:
                     empty.setdefault(why, []).append(key)
         for why, which in empty.items():
             print(f"note: no value for {', '.join(which)}: {why}")
+        ramps = [_ramp_line(o["ramp_up"], n) for o, n in zip(outs, names, strict=True) if o["ramp_up"]]
+        for line in ramps:
+            print(f"note: {line}")
         print(f"note: {engine_note(eng)}")
 
     document = outs[0] if len(outs) == 1 else {"points": outs}
     emit(args.format, table=table, rows=outs, document=document)
     return 0
+
+
+def _ramp_line(ramp: dict, column: str) -> str:
+    """How a closed loop's clients were started, for the table's notes."""
+    at = "" if column == "value" else f" ({column})"
+    t = ramp["ramp_up_s"]
+    if ramp["basis"] != "given":
+        return (f"clients started over {t:.3g} s{at}: --ramp-up auto, one mean request duration; "
+                "--ramp-up 0 starts them together")
+    if t == 0:
+        return (f"clients started together{at} (--ramp-up 0): with fixed lengths they run in synchronised "
+                "waves; --ramp-up auto spreads them over one request duration")
+    return f"clients started over {t:.3g} s{at} (--ramp-up)"
 
 
 def _title(out: dict, w, several: bool) -> str:
@@ -375,6 +393,11 @@ def run_max_load(args) -> int:
             print(f"note: {found.note}")
         cols = ["load", "slo_attainment", "goodput_requests_per_s", "output_tokens_per_s", "ttft_p95_s",
                 "tpot_p95_s", "cancelled"]
+        if any("ramp_up_s" in r for r in found.curve):
+            cols.append("ramp_up_s")
+            how = ("--ramp-up auto: one mean request duration at each load" if w.arrival.closed and
+                   w.arrival.auto_ramp else "--ramp-up")
+            print(f"note: ramp_up_s: the clients of each load started over this ({how}; 0 starts them together)")
         print(format_table(found.curve, cols, why={c: "no request of that load completed with this metric"
                                                    for c in cols}))
         print(f"note: {engine_note(eng)}")

@@ -44,7 +44,8 @@ class LoadSearch:
     attainment : float
         Attainment at ``max_load``.
     curve : list[dict]
-        One row per simulated load (sorted): load and the summary metrics.
+        One row per simulated load (sorted): load and the summary metrics; a closed loop's rows add
+        ``ramp_up_s``, the ramp its clients started over (``"auto"`` resolved at that load).
     simulations : int
         Simulations run.
     bracketed : bool
@@ -191,6 +192,8 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
             res = simulate(model, wl, engine=eng, replicas=replicas, router=router, seed=seed,
                            requests=requests, horizon=horizon, step_table=step_table, timer_cache=timers)
             cache[x] = res.summary(warmup=warmup)
+            if "ramp_up" in res.meta:  # a closed loop's clients start over this (resolved per load)
+                cache[x]["ramp_up_s"] = res.meta["ramp_up"]["ramp_up_s"]
             bar.update()
             bar.note(f"{mode} {x:g}: attainment {cache[x]['slo_attainment']:.3f}")
         return cache[x]["slo_attainment"]
@@ -259,7 +262,8 @@ def max_load(step_model: Any, workload: Workload | str | dict, slo: SLO | dict |
                 hi = mid
     finally:
         bar.close()
-    curve = [{"load": k, **{c: v.get(c) for c in _CURVE_KEYS}} for k, v in sorted(cache.items())]
+    curve = [{"load": k, **{c: v.get(c) for c in _CURVE_KEYS},
+              **({"ramp_up_s": v["ramp_up_s"]} if "ramp_up_s" in v else {})} for k, v in sorted(cache.items())]
     best = lo if lo is not None else 0.0
     if not note and done(lo, hi):
         note = (f"stopped where the caller's decided() held, {lo:g} met the target"

@@ -35,6 +35,8 @@ from ..errors import ConfigError
 from ..progress import Bar
 from ..units import to_si
 from .protocol import StepModelLike, resolve_step_model
+from .ramp import mean_request_duration, mean_request_duration_disagg
+from .ramp import resolve as resolve_ramp
 from .result import SimulationResult
 from .scheduler import Replica
 from .state import CANCELLED, COMPLETED, DONE, IN_FLIGHT, PREFILL, REJECTED, TRANSFER, WAITING, RequestTable
@@ -489,10 +491,6 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         n_req = DEFAULT_REQUESTS
     sim = _Sim(w, None if n_req is None else int(n_req), math.inf if hz is None else float(hz),
                int(seed), router)
-    sim.generate_load()
-    R = sim.req
-    max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
-    max_ctx = max(max_ctx, int(_dist_max(w)), _session_max(w, R))
     eng = with_workload_acceptance(Engine.load(engine), w.spec_acceptance)
     if isinstance(step_model, Disaggregated):
         d = step_model
@@ -516,10 +514,19 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         pools = [(pm, pe, int(d.prefill_replicas), "prefill"), (dm, de, int(d.decode_replicas), "decode")]
         models = {"prefill": pm, "decode": dm}
         engines = {"prefill": pe, "decode": de}
+        w, ramp = resolve_ramp(w, lambda: mean_request_duration_disagg(
+            w, pm, dm, pe, de, int(d.prefill_replicas), int(d.decode_replicas),
+            sim.kv_bytes_prefill / sim.link_bw, sim.link_alpha))
     else:
         m = eng.step(resolve_step_model(step_model))
         pools = [(m, eng, int(replicas), "both")]
         models, engines = {"both": m}, {"both": eng}
+        w, ramp = resolve_ramp(w, lambda: mean_request_duration(w, m, eng, int(replicas)))
+    sim.w = w
+    sim.generate_load()
+    R = sim.req
+    max_ctx = max((a + b for a, b in zip(R.isl, R.out, strict=True)), default=16)
+    max_ctx = max(max_ctx, int(_dist_max(w)), _session_max(w, R))
     front = pools[0][1]
     sim.front_delay = front.request_overhead
     sim.first_token_steps = front.terms.first_token_steps
@@ -540,8 +547,11 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         with Bar(100, "simulate", progress, unit="%") as bar:
             iterations = sim.run((lambda share: bar.to(round(100 * share, 1))) if bar.shown else None)
     wall = time.perf_counter() - wall0
-    return SimulationResult.from_sim(sim, workload=w, engines=engines, models=models,
-                                     router=router, seed=int(seed), wall_s=wall, iterations=iterations)
+    res = SimulationResult.from_sim(sim, workload=w, engines=engines, models=models,
+                                    router=router, seed=int(seed), wall_s=wall, iterations=iterations)
+    if ramp is not None:
+        res.meta["ramp_up"] = ramp.as_dict()
+    return res
 
 
 def _session_max(w: Workload, R: RequestTable) -> int:

@@ -134,6 +134,9 @@ def _length(v: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # arrivals
 
+#: ``Arrival.ramp_up`` value that asks for one mean request duration (resolved by the simulator).
+AUTO_RAMP = "auto"
+
 
 class Arrival(Strict):
     """How requests arrive.
@@ -158,10 +161,13 @@ class Arrival(Strict):
         Number of closed-loop clients.
     think_time : float
         Pause of a closed-loop client between a response and its next request [s].
-    ramp_up : float
-        Closed loop: client k sends its first request at k·ramp_up/concurrency [s]. 0 (default) starts
-        all clients at once, as benchmark tools do; with fixed lengths the clients then stay in
-        synchronised waves. A ramp of about one request duration spreads them out.
+    ramp_up : float | "auto"
+        Closed loop: client k sends its first request at k·ramp_up/concurrency [s]. ``"auto"`` (the
+        default of a closed loop) is one mean request duration D at that load, from the engine-aware
+        steady state (:mod:`perfmodel.serving.ramp`), so client k starts at k·D/C and the clients are
+        spread over the request cycle as in steady state. 0 starts all clients at once; with fixed
+        lengths they then stay in synchronised waves (the TTFT is that of one wave of C prompts).
+        Open loops have none (0).
     """
 
     process: Literal["poisson", "gamma", "trace", "closed"] = "poisson"
@@ -171,17 +177,38 @@ class Arrival(Strict):
     time_scale: float = Field(default=1.0, gt=0)
     concurrency: int | None = Field(default=None, ge=1)
     think_time: float = 0.0
-    ramp_up: float = 0.0
+    ramp_up: float | Literal["auto"] = AUTO_RAMP
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_ramp(cls, data: Any) -> Any:
+        # "auto" is the default of a closed loop only; an open loop has no ramp (0)
+        if isinstance(data, dict) and data.get("ramp_up") is None:
+            return {**data, "ramp_up": AUTO_RAMP if data.get("process") == "closed" else 0.0}
+        return data
 
     @field_validator("rate", mode="before")
     @classmethod
     def _rate(cls, v: Any) -> float | None:
         return None if v is None else to_si(v, "frequency", "value")
 
-    @field_validator("think_time", "ramp_up", mode="before")
+    @field_validator("think_time", mode="before")
     @classmethod
     def _think(cls, v: Any) -> float:
         return seconds(v, "value")
+
+    @field_validator("ramp_up", mode="before")
+    @classmethod
+    def _ramp(cls, v: Any) -> float | str:
+        if isinstance(v, str) and v.strip().lower() == AUTO_RAMP:
+            return AUTO_RAMP
+        if isinstance(v, str) and v.strip() in ("0", "0.0"):
+            return 0.0  # zero needs no unit: all clients at once
+        try:
+            return seconds(v, "value")
+        except (ValueError, ConfigError) as e:
+            raise ValueError(f"expected a time (e.g. '30 s'; 0 = all clients at once) or 'auto' (one mean "
+                             f"request duration), got {v!r}: {e}") from e
 
     @model_validator(mode="after")
     def _consistent(self) -> Arrival:
@@ -192,13 +219,18 @@ class Arrival(Strict):
             raise ValueError("process 'trace' needs trace: <path to CSV with an arrival_s column>")
         if p == "closed" and self.concurrency is None:
             raise ValueError("process 'closed' needs concurrency >= 1")
-        if p != "closed" and (self.concurrency is not None or self.ramp_up > 0):
+        if p != "closed" and (self.concurrency is not None or self.ramp_up != 0):
             raise ValueError(f"concurrency and ramp_up are for process 'closed', not {p!r}")
         return self
 
     @property
     def closed(self) -> bool:
         return self.process == "closed"
+
+    @property
+    def auto_ramp(self) -> bool:
+        """Whether the closed-loop ramp-up is ``"auto"`` (resolved per simulation)."""
+        return self.ramp_up == AUTO_RAMP
 
 
 class SLO(Strict):
@@ -391,8 +423,11 @@ class Workload(Strict):
     # -- convenience constructors ----------------------------------------------------------
     @classmethod
     def fixed(cls, isl: int, osl: int, *, rate: float | None = None, concurrency: int | None = None,
-              cv: float = 1.0, think_time: Any = 0.0, ramp_up: Any = 0.0, **kwargs: Any) -> Workload:
+              cv: float = 1.0, think_time: Any = 0.0, ramp_up: Any = AUTO_RAMP, **kwargs: Any) -> Workload:
         """Fixed ISL/OSL workload, open loop at ``rate`` [req/s] or closed loop at ``concurrency``.
+
+        A closed loop's clients start over ``ramp_up`` (default ``"auto"``: one mean request duration,
+        see :class:`Arrival`; 0 starts them together).
 
         Examples
         --------
@@ -424,7 +459,7 @@ class Workload(Strict):
                 new = {**a.model_dump(), "rate": rate}
         elif concurrency is not None:
             new = {"process": "closed", "concurrency": int(concurrency), "think_time": a.think_time,
-                   "ramp_up": a.ramp_up}
+                   "ramp_up": a.ramp_up if a.closed else AUTO_RAMP}
         else:
             return self
         return self.replace(arrival=new)
