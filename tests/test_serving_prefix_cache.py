@@ -104,7 +104,7 @@ def test_preempted_requests_find_their_prompt_blocks():
     its prompt still cached (its own and the shared prefix), so the run does less prefill work (fewer
     busy seconds) than without reuse, where every preemption recomputes the whole prompt."""
     small = Engine.load("vllm", kv_capacity_fraction=0.05)
-    w = Workload.fixed(3072, 1024, concurrency=10)
+    w = Workload.fixed(3072, 1024, concurrency=10, ramp_up=0)   # all at once: the prompts overfill the KV
     none = simulate(SM, w, engine=small, requests=120, seed=4)
     own = simulate(SM, w.replace(prefix={"tokens": 15}), engine=small, requests=120, seed=4)
     shared = simulate(SM, w.replace(prefix={"tokens": 2048}), engine=small, requests=120, seed=4)

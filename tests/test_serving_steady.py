@@ -74,7 +74,7 @@ def test_synchronised_start_runs_in_waves():
     """All clients starting at once with fixed lengths stay in lock-step: prompts arrive together,
     TTFT is several times the spread-out steady state while TPOT is unchanged."""
     ss = steady_state(H100_8B, 8, 1024, 256)
-    sync = simulate(H100_8B, Workload.fixed(1024, 256, concurrency=8), requests=400, seed=1)
+    sync = simulate(H100_8B, Workload.fixed(1024, 256, concurrency=8, ramp_up=0), requests=400, seed=1)
     s = sync.summary(warmup=0.3)
     assert s["ttft_mean_s"] > 3 * float(ss.ttft_s)
     assert s["tpot_mean_s"] == pytest.approx(float(ss.tpot_s), rel=0.15)
@@ -99,8 +99,8 @@ def test_sync_fraction_adds_the_wave_wait_as_think_time():
 def test_full_sync_matches_a_synchronised_start_on_small_waves(engine, isl, osl, c):
     # measured: -2 % and -13 %; on larger waves (vLLM 1024/256 at C = 128, TensorRT-LLM 1024/1024 at
     # C = 64) sync_fraction = 1 is 1.9-3.2x the simulator's TTFT, whose waves spread out over the run
-    sim = simulate(H100_8B, Workload.fixed(isl, osl, concurrency=c), engine=f"{engine}-preset", requests=20 * c,
-                   seed=1).summary(warmup=0.0)
+    sim = simulate(H100_8B, Workload.fixed(isl, osl, concurrency=c, ramp_up=0), engine=f"{engine}-preset",
+                   requests=20 * c, seed=1).summary(warmup=0.0)
     ss = steady_state(H100_8B, c, isl, osl, engine=f"{engine}-preset", sync_fraction=1.0)
     assert float(ss.ttft_s) == pytest.approx(sim["ttft_mean_s"], rel=0.15)
 
