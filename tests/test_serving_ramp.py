@@ -64,11 +64,11 @@ def test_given_ramp_starts_client_k_at_k_ramp_over_c():
 
 
 def test_auto_ramp_starts_client_k_at_k_d_over_c_and_reports_d():
-    d = _duration(C)
     res = simulate(SM, Workload.fixed(ISL, OSL, concurrency=C), engine="vllm", requests=3 * C)
-    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(d, rel=1e-12)
+    d = res.meta["ramp_up"]["ramp_up_s"]
+    assert d == pytest.approx(_duration(C), rel=1e-4)    # the steady state's E2E (fixed point to 1e-4)
     assert res.meta["ramp_up"]["basis"] == AUTO_BASIS
-    assert res.arrival_s[:C] == pytest.approx(np.arange(C) * d / C, rel=1e-12)
+    assert res.arrival_s[:C] == pytest.approx(np.arange(C) * d / C, rel=1e-12, abs=1e-15)
     # D is a physical request duration: at C = 8 the simulated mean E2E is within 5 % of it (measured 1 %)
     assert res.summary(warmup=0.3)["e2e_mean_s"] == pytest.approx(d, rel=0.05)
     assert res.workload.arrival.ramp_up == pytest.approx(d)        # the result's workload holds the value
@@ -88,7 +88,7 @@ def test_explicit_zero_keeps_the_synchronised_start():
 
 def test_replicas_each_serve_their_share_of_the_clients():
     res = simulate(SM, Workload.fixed(ISL, OSL, concurrency=16), engine="vllm", replicas=2, requests=32)
-    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(8), rel=1e-12)
+    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(8), rel=1e-4)
 
 
 def test_disaggregated_pools_use_the_pd_steady_state():
@@ -109,7 +109,7 @@ def test_max_load_resolves_auto_at_each_load():
     found = max_load(model, w, mode="concurrency", requests=40, start=2, max_simulations=3)
     for row in found.curve:
         ss = steady_state(model, row["load"], 64, 8, engine="vllm", sync_fraction=0.0)
-        assert row["ramp_up_s"] == pytest.approx(float(ss.e2e_s), rel=1e-9)
+        assert row["ramp_up_s"] == pytest.approx(float(ss.e2e_s), rel=1e-4)
     assert len({r["ramp_up_s"] for r in found.curve}) == len(found.curve) > 1
 
 
@@ -137,7 +137,7 @@ def test_cli_default_prints_the_resolved_ramp(capsys):
     assert f"clients started over {_duration(C):.3g} s: --ramp-up auto, one mean request duration" in out
     assert main(ARGS + ["--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(C))
+    assert doc["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(C), rel=1e-4)
     assert doc["workload"]["arrival"]["ramp_up"] == "auto"
 
 
