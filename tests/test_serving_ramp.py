@@ -91,6 +91,14 @@ def test_replicas_each_serve_their_share_of_the_clients():
     assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(8), rel=1e-4)
 
 
+def test_prefix_hit_rate_shortens_the_duration():
+    w = Workload.fixed(ISL, OSL, concurrency=C, prefix_hit_rate=0.75)
+    res = simulate(SM, w, engine="vllm", requests=C)
+    ss = steady_state(SM, C, ISL, OSL, engine="vllm", sync_fraction=0.0, prefix_hit_rate=0.75)
+    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(ss.e2e_s), rel=1e-4)
+    assert float(ss.e2e_s) < _duration(C)
+
+
 def test_disaggregated_pools_use_the_pd_steady_state():
     # a 1e6 GB/s link with zero latency: the KV transfer of 1024 tokens takes 1024 · bytes/token / 1e15 s
     m = RooflineStepModel.llama_8b_h100()

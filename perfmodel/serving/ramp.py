@@ -13,7 +13,10 @@ request cycle, as they are in steady state. D is taken from the engine-aware clo
 (:func:`perfmodel.serving.steady_state`, or :func:`perfmodel.serving.steady_disagg.steady_state_disagg`
 for a prefill/decode pair) with the same step model(s), engine(s), think time and the means of the
 workload's length distributions (output = answer + reasoning tokens, at least 2), arrivals spread
-(``sync_fraction = 0``) and no prefix reuse. With R replicas behind the router each serves C/R clients.
+(``sync_fraction = 0``) and the workload's explicit ``prefix_hit_rate``. Shared prefixes and sessions
+are left out of D (a session's later turns are longer, its hits larger): D depends only on lengths and
+load, so a prefix that can never hit leaves the run bit for bit unchanged. With R replicas behind the
+router each serves C/R clients.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def mean_request_duration(w: Workload, model: Any, engine: Any, replicas: int = 
     isl, osl = _lengths(w)
     c = w.arrival.concurrency / replicas
     ss = steady_state(model, c, isl, osl, engine=engine, think_time=w.arrival.think_time, sync_fraction=0.0,
-                      rtol=RTOL)
+                      prefix_hit_rate=w.prefix_hit_rate, rtol=RTOL)
     return float(ss.e2e_s)
 
 
