@@ -50,7 +50,9 @@ class SimulationResult:
         Prompt tokens found in the prefix cache when the request was first scheduled (workloads with
         prefix reuse or an explicit hit rate; None otherwise).
     meta : dict
-        Engine profiles (with sources), step model, router, seed, horizon, wall time, steps.
+        Engine profiles (with sources), step model, router, seed, horizon, wall time, steps; a closed
+        loop's ``ramp_up`` (``{"ramp_up_s": …, "basis": "given" | how "auto" was resolved}``, whose
+        value ``workload.arrival.ramp_up`` also holds).
     """
 
     arrival_s: np.ndarray
