@@ -240,6 +240,9 @@ _ENTRIES: list[Metric] = [
     _m("e2e_at_target_percentile_s", "s", "E2E percentile at the SLO target", "simulate"),
     _m("duration_s", "s", "counted window of simulated time", "simulate"),
     _m("simulation_wall_s", "s", "wall-clock time the simulation took", "simulate"),
+    _m("ramp_up_s", "s", "closed loop: client k of C sent its first request at k·ramp_up_s/C (--ramp-up auto: "
+       "one mean request duration at that load, from the steady state; 0: all at once)", "simulate", "max-load",
+       "SimulationResult.meta"),
     _m("arrived", "1", "requests that arrived in the counted window", "simulate", "max-load"),
     _m("completed", "1", "requests completed", "simulate", "max-load"),
     _m("cancelled", "1", "requests cancelled by the timeout", "simulate", "max-load"),

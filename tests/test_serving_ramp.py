@@ -15,6 +15,7 @@ import pytest
 from perfmodel.cli import main
 from perfmodel.core.step import StepModel
 from perfmodel.errors import SpecError
+from perfmodel.metrics_vocabulary import GLOSSARY
 from perfmodel.serving import Disaggregated, Workload, max_load, simulate, steady_state, steady_state_disagg
 from perfmodel.serving.estimate import estimate
 from perfmodel.serving.ramp import AUTO_BASIS
@@ -130,8 +131,8 @@ def test_simulate_and_estimate_agree_on_mean_ttft_at_eight_clients():
     est = estimate("llama-3.1-8b", "h100-sxm", isl=ISL, osl=OSL, concurrency=C, engine="vllm").iloc[0]
     sim = simulate(SM, Workload.fixed(ISL, OSL, concurrency=C), engine="vllm", requests=400,
                    seed=0).summary(warmup=0.3)
-    assert abs(sim["ttft_mean_s"] - est["ttft_s"]) <= est["tpot_s"]
-    assert sim["tpot_mean_s"] == pytest.approx(est["tpot_s"], rel=0.02)
+    assert abs(sim["ttft_mean_s"] - est["ttft_mean_s"]) <= est["tpot_mean_s"]
+    assert sim["tpot_mean_s"] == pytest.approx(est["tpot_mean_s"], rel=0.02)
 
 
 # -- CLI -----------------------------------------------------------------------------------------------
@@ -145,12 +146,14 @@ def test_cli_default_prints_the_resolved_ramp(capsys):
     assert f"clients started over {_duration(C):.3g} s: --ramp-up auto, one mean request duration" in out
     assert main(ARGS + ["--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(C), rel=1e-4)
+    assert doc["ramp_up_s"] == pytest.approx(_duration(C), rel=1e-4) and doc["ramp_up_basis"] == AUTO_BASIS
+    assert GLOSSARY["ramp_up_s"].unit == "s"                     # one name per quantity (the glossary)
     assert doc["workload"]["arrival"]["ramp_up"] == "auto"
 
 
 def test_cli_explicit_zero_starts_together(capsys):
     assert main(ARGS + ["--ramp-up", "0", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["ramp_up"] == {"ramp_up_s": 0.0, "basis": "given"}
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ramp_up_s"] == 0.0 and doc["ramp_up_basis"] == "given"
     assert main(ARGS + ["--ramp-up", "0"]) == 0
     assert "clients started together (--ramp-up 0)" in capsys.readouterr().out

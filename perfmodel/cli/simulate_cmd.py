@@ -292,7 +292,7 @@ def run_simulate(args) -> int:
                      "engine": eng.describe(), "replicas": res.meta["replicas"], "router": res.meta["router"],
                      "seed": args.seed, "step_model": res.meta["step_model"], "formats": _formats(model),
                      "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng),
-                     "ramp_up": res.meta.get("ramp_up"),
+                     **_ramp_keys(res.meta.get("ramp_up")),
                      "kv_memory": None if mem is None else mem.as_dict()})
 
     def table() -> None:
@@ -322,7 +322,7 @@ def run_simulate(args) -> int:
                     empty.setdefault(why, []).append(key)
         for why, which in empty.items():
             print(f"note: no value for {', '.join(which)}: {why}")
-        ramps = [_ramp_line(o["ramp_up"], n) for o, n in zip(outs, names, strict=True) if o["ramp_up"]]
+        ramps = [_ramp_line(o, n) for o, n in zip(outs, names, strict=True) if o["ramp_up_s"] is not None]
         for line in ramps:
             print(f"note: {line}")
         print(f"note: {engine_note(eng)}")
@@ -332,11 +332,17 @@ def run_simulate(args) -> int:
     return 0
 
 
-def _ramp_line(ramp: dict, column: str) -> str:
+def _ramp_keys(ramp: dict | None) -> dict[str, Any]:
+    """``ramp_up_s`` and ``ramp_up_basis`` of a closed loop's resolved ramp (None for an open loop)."""
+    return {"ramp_up_s": None if ramp is None else ramp["ramp_up_s"],
+            "ramp_up_basis": None if ramp is None else ramp["basis"]}
+
+
+def _ramp_line(out: dict, column: str) -> str:
     """How a closed loop's clients were started, for the table's notes."""
     at = "" if column == "value" else f" ({column})"
-    t = ramp["ramp_up_s"]
-    if ramp["basis"] != "given":
+    t = out["ramp_up_s"]
+    if out["ramp_up_basis"] != "given":
         return (f"clients started over {t:.3g} s{at}: --ramp-up auto, one mean request duration; "
                 "--ramp-up 0 starts them together")
     if t == 0:
