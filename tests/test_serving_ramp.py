@@ -14,7 +14,7 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.core.step import StepModel
-from perfmodel.errors import SpecError
+from perfmodel.errors import ConfigError, SpecError
 from perfmodel.metrics_vocabulary import GLOSSARY
 from perfmodel.serving import Disaggregated, Workload, max_load, simulate, steady_state, steady_state_disagg
 from perfmodel.serving.estimate import estimate
@@ -48,6 +48,19 @@ def test_auto_is_the_closed_loop_default_everywhere():
 def test_bad_ramp_names_the_field_and_what_is_allowed(bad):
     with pytest.raises(SpecError, match=r"ramp_up.*'auto'"):
         Workload.fixed(ISL, OSL, concurrency=C, ramp_up=bad)
+
+
+def test_a_failed_resolution_says_how_to_avoid_it():
+    from perfmodel.serving.ramp import resolve
+
+    def fails() -> float:
+        raise ConfigError("concurrency: must be >= 1 client")
+
+    with pytest.raises(ConfigError, match="ramp_up 'auto'.*failed: concurrency.*give ramp_up in seconds"):
+        resolve(Workload.fixed(ISL, OSL, concurrency=C), fails)
+    with pytest.raises(ConfigError, match="no finite request duration"):
+        resolve(Workload.fixed(ISL, OSL, concurrency=C), lambda: float("inf"))
+    assert resolve(Workload.fixed(ISL, OSL, rate=1.0), fails)[1] is None       # open loop: never called
 
 
 def test_open_loop_refuses_a_ramp():
@@ -90,6 +103,8 @@ def test_explicit_zero_keeps_the_synchronised_start():
 def test_replicas_each_serve_their_share_of_the_clients():
     res = simulate(SM, Workload.fixed(ISL, OSL, concurrency=16), engine="vllm", replicas=2, requests=32)
     assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(8), rel=1e-4)
+    few = simulate(SM, Workload.fixed(ISL, OSL, concurrency=1), engine="vllm", replicas=2, requests=2)
+    assert few.meta["ramp_up"]["ramp_up_s"] == pytest.approx(_duration(1), rel=1e-4)   # one client, one replica
 
 
 def test_prefix_hit_rate_shortens_the_duration():

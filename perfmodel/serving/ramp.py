@@ -16,7 +16,7 @@ workload's length distributions (output = answer + reasoning tokens, at least 2)
 (``sync_fraction = 0``) and the workload's explicit ``prefix_hit_rate``. Shared prefixes and sessions
 are left out of D (a session's later turns are longer, its hits larger): D depends only on lengths and
 load, so a prefix that can never hit leaves the run bit for bit unchanged. With R replicas behind the
-router each serves C/R clients.
+router each serves C/R clients (at least one).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def mean_request_duration(w: Workload, model: Any, engine: Any, replicas: int = 
     from .steady_state import steady_state
 
     isl, osl = _lengths(w)
-    c = w.arrival.concurrency / replicas
+    c = max(w.arrival.concurrency / replicas, 1.0)   # fewer clients than replicas: one client per busy replica
     ss = steady_state(model, c, isl, osl, engine=engine, think_time=w.arrival.think_time, sync_fraction=0.0,
                       prefix_hit_rate=w.prefix_hit_rate, rtol=RTOL)
     return float(ss.e2e_s)
@@ -116,7 +116,11 @@ def resolve(w: Workload, duration: Any) -> tuple[Workload, Ramp | None]:
         return w, None
     if not a.auto_ramp:
         return w, Ramp(float(a.ramp_up), "given")
-    d = float(duration())
+    try:
+        d = float(duration())
+    except ConfigError as e:
+        raise ConfigError(f"arrival.ramp_up 'auto' takes one mean request duration from the steady state, which "
+                          f"failed: {e}; give ramp_up in seconds (0 starts all clients together)") from e
     if not math.isfinite(d) or d < 0:
         raise ConfigError(f"arrival.ramp_up 'auto': the steady state gives no finite request duration ({d!r} s) "
                           "for this load; give ramp_up in seconds (0 starts all clients together)")
