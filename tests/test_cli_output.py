@@ -153,9 +153,11 @@ def test_points_that_do_not_fit_show_no_timings_in_the_table_but_keep_them_in_js
     assert [r["fits"] for r in records] == [True, False] and records[1]["ttft_s"] > 0
     lines = _run(capsys, argv).splitlines()
     fits, unfit = (line.split() for line in lines[3:5])
-    assert fits[3] == number(records[0]["ttft_s"]) and unfit[3:9] == [MISSING] * 6
+    assert lines[1].split()[3] == "ttft_ms" and fits[3] == number(records[0]["ttft_s"] * 1e3)
+    assert unfit[3:9] == [MISSING] * 6
     assert "exceed usable memory" in lines[4]
-    assert lines[5].startswith(f"{MISSING} in ttft_s, tpot_s, e2e_s") and "does not fit" in lines[5]
+    assert lines[5].startswith(f"{MISSING} in ttft_ms, tpot_ms, e2e_ms") and "does not fit" in lines[5]
+    assert lines[6] == "times in ms (JSON/CSV/DataFrame: SI seconds)"
 
 
 def test_every_dash_in_the_simulate_table_is_explained(capsys):
@@ -163,5 +165,5 @@ def test_every_dash_in_the_simulate_table_is_explained(capsys):
                         "1", "--rate", "2", "--requests", "40"])
     dashed = [line.split()[0] for line in out.splitlines() if line.split()[1:] == [MISSING]]
     notes = " ".join(line for line in out.splitlines() if line.startswith("note: no value for"))
-    assert {"tpot_p50_s", "slo_attainment", "goodput_requests_per_s"} <= set(dashed)
+    assert {"tpot_p50_ms", "slo_attainment", "goodput_requests_per_s"} <= set(dashed)
     assert all(name in notes for name in dashed) and "no SLO given" in notes

@@ -58,10 +58,10 @@ def test_text_form_is_a_table_of_whole_counts_and_4_significant_figures():
     point that does not fit (its reason instead), as the CLI table prints them."""
     p = pm.predict("llama-3.1-70b", "h100-sxm", tp=2, isl=2048, osl=256, batch=[1, 1024])
     lines = repr(p).splitlines()
-    assert lines[1].split() == ["batch", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s",
+    assert lines[1].split() == ["batch", "isl", "osl", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s",
                                 "per_user_tokens_per_s", "fits", "decode_bound", "why_not"]
     fits, unfit = lines[3].split(), lines[4].split()
-    assert fits[:3] == ["1", "2048", "256"] and float(fits[3]) == pytest.approx(float(p.ttft_s[0]), rel=5e-4)
+    assert fits[:3] == ["1", "2048", "256"] and float(fits[3]) == pytest.approx(float(p.ttft_s[0]) * 1e3, rel=5e-4)
     assert len(fits[3].replace(".", "").lstrip("0")) <= 4
     assert unfit[:3] == ["1024", "2048", "256"] and unfit[3:8] == ["—"] * 5 and unfit[8] == "False"
     assert "exceed usable memory" in lines[4] and "to_dataframe() has the value" in lines[5]
@@ -73,7 +73,7 @@ def test_deployment_text_form_uses_the_same_table():
     path = Path(__file__).resolve().parents[1] / "deployments" / "kimi-k2-vera-rubin-lpx-split.yaml"
     d = predict_deployment(load_deployment(path), isl=2048, osl=256, batch=[1, 64])
     table = repr(d).splitlines()[3:]
-    assert table[0].split()[:4] == ["batch", "isl", "osl", "ttft_s"]
+    assert table[0].split()[:4] == ["batch", "isl", "osl", "ttft_ms"]
     assert table[2].split()[:3] == ["1", "2048", "256"] and table[3].split()[:3] == ["64", "2048", "256"]
 
 

@@ -25,6 +25,7 @@ from ..tables import (  # noqa: F401 (the table layout, re-exported for the comm
     missing,
     number,
     points_table,
+    shown_name,
 )
 
 #: The output formats every result command accepts (``--format``), the first is the default.

@@ -36,6 +36,7 @@ from .output import (
     format_table,
     print_notes,
     progress_of,
+    shown_name,
 )
 from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_decode_arg, serving_engine
 
@@ -321,7 +322,7 @@ def run_simulate(args) -> int:
                 if key in keys and key not in empty.get(why, []):
                     empty.setdefault(why, []).append(key)
         for why, which in empty.items():
-            print(f"note: no value for {', '.join(which)}: {why}")
+            print(f"note: no value for {', '.join(map(shown_name, which))}: {why}")
         ramps = [_ramp_line(o, n) for o, n in zip(outs, names, strict=True) if o["ramp_up_s"] is not None]
         for line in ramps:
             print(f"note: {line}")
