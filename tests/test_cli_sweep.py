@@ -45,7 +45,7 @@ def test_table_marks_layouts_that_cannot_run_with_a_dash_and_the_reason(capsys):
     assert "nan" not in out.split()
     bad = [line for line in out.splitlines() if line.startswith("llama-3.1-8b") and "  3  " in line[:40]]
     assert bad and all(MISSING in line and "does not divide" in line for line in bad)
-    assert f"{MISSING} in devices, ttft_s, tpot_s" in out and "cannot run" in out
+    assert f"{MISSING} in devices, ttft_ms, tpot_ms" in out and "cannot run" in out
     assert out.splitlines()[0].startswith("32 points (16 valid")
 
 

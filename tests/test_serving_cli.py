@@ -44,7 +44,7 @@ def test_simulate_closed_loop_replicas_engine_and_table(capsys):
     assert out["replicas"] == 2 and out["router"] == "round_robin" and out["engine"]["policy"] == "prefill_first"
     assert main(["simulate", *BASE, "--concurrency", "4", "--requests", "50"]) == 0
     text = capsys.readouterr().out
-    assert "ttft_p95_s" in text and "engine vllm" in text
+    assert "ttft_p95_ms" in text and "engine vllm" in text
     # every serving result says which engine it used and where the fitted terms come from
     assert "note: engine vllm (fitted terms: " in text and "docs/validation.md" in text
     assert out["note"].startswith("engine sglang (fitted terms") and out["engine"]["calibrated"]
