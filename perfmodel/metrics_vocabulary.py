@@ -386,7 +386,9 @@ def glossary_md() -> str:
         "(batch/TPOT); `_per_device` = divided by every chip, `_per_gpu` = by the GPUs of a mixed "
         "GPU/LPU deployment, `_per_replica`, `_per_mw`. Nested configuration echoes (the engine profile, "
         "`kv_memory`, the workload and SLO, plan's search space and candidate counts) are documented "
-        "with their formats. Tables print the same names and units.\n",
+        "with their formats. Tables (`--format table`, the results' text form) print the same names with "
+        "times in ms, sizes in GiB and powers of 1 kW or more in kW, the suffix changed to match (`ttft_ms`, "
+        "`weights_gib_per_device`, `power_kw`) and a footnote saying so (`perfmodel/tables.py`).\n",
         markdown_table() + "\n",
         "Renamed in this release (JSON/CSV keys and DataFrame columns changed; `Prediction."
         "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
