@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student_t
 
 from ..engine.speculative import parse_spec_decode
 from ..errors import PerfmodelError
@@ -81,6 +80,8 @@ def _half_width_pct(values: np.ndarray) -> float:
     if k < 2:
         return float("inf")
     mean = float(np.mean(values))
+    from scipy.stats import t as student_t  # scipy.stats costs ~1.8 s to import: only when scoring
+
     hw = float(student_t.ppf(0.5 + CONFIDENCE / 2, k - 1) * np.std(values, ddof=1) / np.sqrt(k))
     return 100.0 * hw / mean if mean > 0 else float("inf")
 
