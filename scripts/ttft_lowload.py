@@ -19,7 +19,9 @@ s (:mod:`perfmodel.serving.waves`), pkern the per-kernel fixed times of prefill 
 ``prefill_kernel_scale``, core the rest (prefill compute, the wait for a step boundary, 1 ms).
 Removing R also shortens the closed loop's think time, so the parts are exact only to that small
 feedback. ``need = measured − core − pkern − FTS`` is the request-path time (R + wave) the
-measurement asks for. With ``--held`` (a CSV written by ``scripts/request_path_cv.py --out``) the
+measurement asks for. ``wave_step = T_pre(C, I) − T_pre(1, I)`` (:func:`perfmodel.engine.prefill.prefill_batch_time`)
+is the time a fully synchronised wave of C prompts that fits one step adds to each request's prefill,
+which the wave wait W leaves out (W = 0 whenever the C prompts fit one step). With ``--held`` (a CSV written by ``scripts/request_path_cv.py --out``) the
 held-out prediction of each row (joined on ``id``) is shown beside the in-sample one.
 
 Prints medians by model × engine × ISL, by engine × ISL, and the same deployment at ISL 1024 with
@@ -34,8 +36,10 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.engine.calibration import MIN_REQUEST_OVERHEAD, load_profile
+from perfmodel.engine.prefill import prefill_batch_time
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.metrics import not_flagged
+from perfmodel.validation.predict import ServingProblem, engines_under
 from perfmodel.validation.run import serving_problem
 
 #: (name, parameters set on every backend) evaluated in turn; each switches off one more term.
@@ -47,7 +51,21 @@ STAGES = (("full", {}),
 #: Part name -> (stage before, stage after) whose TTFT difference it is.
 PARTS = {"RO": ("full", "no_ro"), "FTS": ("no_ro", "no_fts"), "wave": ("no_fts", "no_wave"),
          "pkern": ("no_wave", "no_pkern")}
-SHOWN = ["meas", "pred", "res", "ratio", "RO", "FTS", "wave", "pkern", "core", "need", "tpot"]
+SHOWN = ["meas", "pred", "res", "ratio", "RO", "FTS", "wave", "pkern", "core", "need", "wave_step", "tpot"]
+
+
+def wave_step(problem: ServingProblem, calibrations) -> np.ndarray:
+    """T_pre(C, I) − T_pre(1, I) per row of ``problem`` [ms] (NaN for rows outside its batches)."""
+    out = np.full(len(problem.rows), np.nan)
+    engines = engines_under(calibrations)
+    for backend, batches in problem.batches.items():
+        eng = engines[backend]
+        for b in batches:
+            model = b.tables.adjusted(eng.terms)
+            one = prefill_batch_time(model, eng.profile, b.isl, 1.0)
+            wave = prefill_batch_time(model, eng.profile, b.isl, b.concurrency)
+            out[b.positions] = 1e3 * (wave - one)
+    return out
 
 
 def parts(max_c: float) -> pd.DataFrame:
@@ -73,6 +91,7 @@ def parts(max_c: float) -> pd.DataFrame:
     out["res"] = out["meas"] - out["pred"]
     out["ratio"] = out["meas"] / out["pred"]
     out["need"] = out["meas"] - out["core"] - out["pkern"] - out["FTS"]
+    out["wave_step"] = wave_step(sub, cal)
     return out
 
 
@@ -87,11 +106,11 @@ def osl_pairs(df: pd.DataFrame) -> pd.DataFrame:
     """Same deployment and clients at ISL 1024: measured TTFT at OSL 1024 minus OSL 8192 [ms]."""
     d = df[df["isl"] == 1024]
     key = ["backend", "model", "hardware", "weights", "tp", "ep", "dp", "total_concurrency"]
-    a = d[d["osl"] == 1024].groupby(key)[["meas", "core"]].median()
+    a = d[d["osl"] == 1024].groupby(key)[["meas", "core", "wave_step"]].median()
     b = d[d["osl"] == 8192].groupby(key)["meas"].median().rename("meas_osl8192")
     j = a.join(b, how="inner")
     j["extra"] = j["meas"] - j["meas_osl8192"]
-    j["extra_over_core"] = j["extra"] / j["core"]
+    j["extra_over_wave_step"] = j["extra"] / j["wave_step"]
     return j
 
 
