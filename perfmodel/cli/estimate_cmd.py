@@ -21,7 +21,7 @@ from .predict_cmd import add_memory_fraction_args, add_prefix_hit_arg, add_spec_
 TABLE_COLUMNS = ("ttft_mean_s", "tpot_mean_s", "e2e_mean_s", "requests_per_s", "output_tokens_per_s",
                  "output_tokens_per_s_per_device", "decode_batch_mean", "limited_by")
 #: What the time columns are (estimate has no percentiles; simulate has both).
-MEANS_NOTE = ("note: times are means over requests (e2e_mean_s = ttft_mean_s + (osl - 1) tpot_mean_s); "
+MEANS_NOTE = ("note: times are means over requests (E2E = TTFT + (OSL - 1) x TPOT); "
               "for percentiles run perfmodel simulate with the same load")
 #: P/D pool options and their defaults (given without --prefill-workers they are an error).
 POOL_OPTIONS = {"decode_workers": 1, "prefill_tp": 1, "prefill_dp_attention": 1, "prefill_ep": 1}
