@@ -16,6 +16,7 @@ import yaml
 
 from ..errors import ConfigError
 from .engine_args import check_args, check_keys, load_arg_schema
+from .engine_space import ENGINE_NAMES
 
 
 @dataclass
@@ -147,7 +148,7 @@ def vllm_args(spec: Any, pool: Any) -> tuple[list[str], list[str]]:
             notes.append(f"{pool.role}: vLLM's expert-parallel group is tp x dp = {pool.tp * pool.dp_attention}; "
                          f"the plan's ep = {pool.ep} has no vLLM flag")
     a += _format_args(spec, "vllm")
-    a += ["--max-num-seqs", str(spec.max_num_seqs), "--max-num-batched-tokens", str(spec.max_num_batched_tokens)]
+    a += _knob_args(spec, "vllm")
     if not spec.chunked_prefill:
         a.append("--no-enable-chunked-prefill")
     sd = spec.spec_decode
@@ -172,8 +173,7 @@ def sglang_args(spec: Any, pool: Any) -> tuple[list[str], list[str]]:
     if spec.moe and pool.ep > 1:
         a += ["--ep-size", str(pool.ep)]
     a += _format_args(spec, "sglang")
-    a += ["--max-running-requests", str(spec.max_num_seqs),
-          "--chunked-prefill-size", str(spec.max_num_batched_tokens if spec.chunked_prefill else -1)]
+    a += _knob_args(spec, "sglang", spec.max_num_batched_tokens if spec.chunked_prefill else -1)
     sd = spec.spec_decode
     if sd is not None:
         algo = {"eagle": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM", "draft": "STANDALONE"}[sd.method]
@@ -225,9 +225,16 @@ def trtllm_args(spec: Any, pool: Any, config_name: str) -> tuple[list[str], dict
         a += ["--pp_size", str(pool.pp)]
     if spec.moe:
         a += ["--ep_size", str(pool.ep)]
-    a += ["--max_batch_size", str(spec.max_num_seqs), "--max_num_tokens", str(spec.max_num_batched_tokens),
-          "--extra_llm_api_options", config_name]
+    a += [*_knob_args(spec, "trtllm"), "--extra_llm_api_options", config_name]
     return a, o
+
+
+def _knob_args(spec: Any, engine: str, budget: Any = None) -> list[str]:
+    """The sequence-limit and token-budget arguments of ``engine`` (flag names from
+    :data:`perfmodel.planning.engine_space.ENGINE_NAMES`); ``budget`` replaces the spec's token budget."""
+    budget = spec.max_num_batched_tokens if budget is None else budget
+    return [ENGINE_NAMES["max_num_seqs"][engine], str(spec.max_num_seqs),
+            ENGINE_NAMES["max_num_batched_tokens"][engine], str(budget)]
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
