@@ -54,7 +54,7 @@ def test_default_is_the_cheapest_row_optionally_of_one_provider():
     assert default_list_price("h100-sxm").usd_per_device_hour == min(h100)
     assert default_list_price("H100", provider="aws").id == "aws-p5.48xlarge"  # alias, case-insensitive provider
     assert default_list_price("gb200-nvl72").accelerator == "gb200"  # a system's accelerator
-    assert default_list_price("gaudi2") is None
+    assert default_list_price("mi250x") is None
     with pytest.raises(UnknownNameError, match="list-price provider"):
         list_prices(provider="awz")
     with pytest.raises(UnknownNameError, match="aws-p5.48xlarge"):
@@ -87,6 +87,8 @@ QUOTED = {
     "verda-1b300": ("6.99,2.447", "instance"),
     "hyperstack-b300": ("price_per_hour: 7.40", "device"),
     "oci-bm-gpu-mi355x-8": ("68.8,,us-chicago-1", "instance"),
+    "intel-tiber-bm-spr-gaudi2": ("| $10.40", "instance"),
+    "intel-tiber-bm-gnr-gaudi3": ("| $19.92", "instance"),
 }
 
 
@@ -121,8 +123,10 @@ def test_parts_priced_in_the_second_pass_have_a_default_per_device_hour():
     assert default_list_price("b300").id == "verda-1b300"  # 6.99 < 7.40 < 120 / 8 = 15.00
     assert default_list_price("b300", provider="Oracle").usd_per_device_hour == pytest.approx(15.0)
     assert default_list_price("mi355x").usd_per_device_hour == pytest.approx(8.6)  # 68.8 / 8
-    # no quotable on-demand list price was found for these (docs/planning.md says so)
-    assert [default_list_price(a) for a in ("gaudi2", "gaudi3", "mi250x")] == [None, None, None]
+    assert default_list_price("gaudi2").usd_per_device_hour == pytest.approx(1.30)  # 10.40 / 8
+    assert default_list_price("gaudi3").usd_per_device_hour == pytest.approx(2.49)  # 19.92 / 8
+    # no quotable on-demand list price was found for the MI250X (docs/planning.md says so)
+    assert default_list_price("mi250x") is None
 
 
 def _table(**row):
@@ -175,7 +179,7 @@ def _plan(objective, **kw):
     w = Workload.fixed(16, 21, rate=5.0)
     slo = SLO(ttft="1 s", tpot="50 ms", target=0.95)
     pb = PowerBasis("tdp", 300.0, source="input")
-    cands = [Candidate(f"one {hw}", ConstantStepModel(0.01), hw, power=pb) for hw in ("l40s", "h100-sxm", "gaudi2")]
+    cands = [Candidate(f"one {hw}", ConstantStepModel(0.01), hw, power=pb) for hw in ("l40s", "h100-sxm", "mi250x")]
     # every candidate ranked (no frontier pruning): the tests read each hardware's row
     return plan(None, w, slo, cands, engine=ENGINE, requests=200, objective=objective, prune=False, **kw)
 
@@ -187,9 +191,9 @@ def test_cost_plan_uses_the_cheapest_list_price_and_names_the_row():
     assert by_hw["l40s"]["cost_per_hour"] == pytest.approx(l40s.usd_per_device_hour * by_hw["l40s"]["devices"])
     assert by_hw["l40s"]["price_source"] == f"list price row {l40s.id}"
     assert res.inputs["list_prices"]["h100-sxm"]["id"] == default_list_price("h100-sxm").id
-    # Gaudi 2 has no row: no cost, ranked last, and the inputs say so
-    assert math.isnan(by_hw["gaudi2"]["cost_per_hour"]) and by_hw["gaudi2"]["price_source"] == "not given"
-    assert res.inputs["list_prices"]["gaudi2"] is None and res.ranked[-1]["hardware"] == "gaudi2"
+    # the MI250X has no row: no cost, ranked last, and the inputs say so
+    assert math.isnan(by_hw["mi250x"]["cost_per_hour"]) and by_hw["mi250x"]["price_source"] == "not given"
+    assert res.inputs["list_prices"]["mi250x"] is None and res.ranked[-1]["hardware"] == "mi250x"
     # same device counts, so the cheaper device-hour ranks first
     assert res.ranked[0]["hardware"] == "l40s"
 
