@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
             w = Workload.fixed(1024, 256, concurrency=c, ramp_up=args.ramp_up)
             res = simulate(sm, w, engine=engine, requests=max(20 * c, 200), seed=1, timer_cache=timers)
             s = res.summary(warmup=0.3)
-            a, b = float(ss.ttft_s) * 1e3, s["ttft_mean_s"] * 1e3
-            p, q = float(ss.tpot_s) * 1e3, s["tpot_mean_s"] * 1e3
+            a, b = float(ss.ttft_mean_s) * 1e3, s["ttft_mean_s"] * 1e3
+            p, q = float(ss.tpot_mean_s) * 1e3, s["tpot_mean_s"] * 1e3
             print(f"{engine:8} {c:4d} {a:9.1f} / {b:8.1f} {a / b:6.2f} {p:8.2f} / {q:7.2f} {p / q:6.2f} "
                   f"{float(ss.requests_per_s) / s['requests_per_s']:7.2f} {res.meta['ramp_up']['ramp_up_s']:6.2f} "
                   f"{time.perf_counter() - t0:6.1f}")

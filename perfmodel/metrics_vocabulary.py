@@ -286,6 +286,8 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("gpus", "devices", "estimate"),
     ("ttft_s, tpot_s, e2e_s", "ttft_mean_s, tpot_mean_s, e2e_mean_s", "estimate (they are means)"),
     ("n_decode", "decode_batch_mean", "estimate"),
+    ("ttft_s, tpot_s, e2e_s, n_decode", "ttft_mean_s, tpot_mean_s, e2e_mean_s, decode_batch_mean",
+     "SteadyState attributes (pm.steady_state, steady_state_disagg)"),
     ("throughput_rps", "requests_per_s", "simulate, max-load, steady_state, SimulationResult.summary"),
     ("throughput_output_tokens_per_s", "output_tokens_per_s", "simulate, max-load, steady_state"),
     ("throughput_input_tokens_per_s", "input_tokens_per_s", "simulate"),
@@ -319,11 +321,32 @@ DEPRECATED_ATTRIBUTES = {"per_device_tokens_per_s": "output_tokens_per_s_per_dev
                          "throughput_output_tokens_per_s": "output_tokens_per_s"}
 
 
+#: Old attribute names answered by one class only: its fields renamed where the old name means another
+#: quantity in the glossary (a bare ``ttft_s`` is one static batch on an idle replica, not a mean).
+DEPRECATED_FIELDS = {"SteadyState": {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_mean_s", "e2e_s": "e2e_mean_s",
+                                     "n_decode": "decode_batch_mean"}}
+
+
 def deprecated_attribute(owner: str, old: str) -> str:
-    """The new name of a deprecated attribute ``old`` of ``owner``, after a DeprecationWarning."""
-    new = DEPRECATED_ATTRIBUTES[old]
+    """The new name of a deprecated attribute ``old`` of ``owner``, after a DeprecationWarning.
+
+    ``owner``'s own renames (:data:`DEPRECATED_FIELDS`) come first, then :data:`DEPRECATED_ATTRIBUTES`.
+    """
+    new = DEPRECATED_FIELDS.get(owner, {}).get(old) or DEPRECATED_ATTRIBUTES[old]
     warnings.warn(f"{owner}.{old} is deprecated, use {owner}.{new}", DeprecationWarning, stacklevel=3)
     return new
+
+
+def deprecated_property(owner: str, old: str) -> property:
+    """A read-only property ``old`` of class ``owner`` that warns (DeprecationWarning) and returns the
+    attribute under its new name (:func:`deprecated_attribute`)."""
+    new = DEPRECATED_FIELDS.get(owner, {}).get(old) or DEPRECATED_ATTRIBUTES[old]
+
+    def get(self):
+        return getattr(self, deprecated_attribute(owner, old))
+
+    get.__doc__ = f"Deprecated name of :attr:`{new}` (warns; removed in the next release)."
+    return property(get)
 
 
 def unit_suffix(unit: str) -> str:
@@ -392,8 +415,8 @@ def glossary_md() -> str:
         markdown_table() + "\n",
         "Renamed in this release (JSON/CSV keys and DataFrame columns changed; `Prediction."
         "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
-        "and `SteadyState.throughput_rps`/`throughput_output_tokens_per_s` still answer, with a "
-        "`DeprecationWarning`, for one release):\n",
+        "and `SteadyState.ttft_s`/`tpot_s`/`e2e_s`/`n_decode`/`throughput_rps`/"
+        "`throughput_output_tokens_per_s` still answer, with a `DeprecationWarning`, for one release):\n",
         renames_table() + "\n",
     ])
 

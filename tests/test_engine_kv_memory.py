@@ -90,11 +90,11 @@ def test_steady_state_queues_once_the_kv_cache_binds():
     c = np.array([10.0, 40.0, 100.0, 200.0])
     res = steady_state(ConstantStepModel(T, kv_capacity_tokens=cap), c, isl, osl, engine=eng)
     assert list(res.limited_by) == ["clients", "clients", "kv_cache", "kv_cache"]
-    np.testing.assert_allclose(res.n_decode[2:], 50.0)
-    np.testing.assert_allclose(res.tpot_s, T)
+    np.testing.assert_allclose(res.decode_batch_mean[2:], 50.0)
+    np.testing.assert_allclose(res.tpot_mean_s, T)
     queued = (osl - 1) * T * (c[2:] / 50.0 - 1.0)
-    np.testing.assert_allclose(res.ttft_s[2:], queued, rtol=1e-9)          # 9.99 s, 29.97 s
-    assert res.ttft_s[1] < 0.1 < 9.0 < res.ttft_s[2]                       # the cliff
+    np.testing.assert_allclose(res.ttft_mean_s[2:], queued, rtol=1e-9)          # 9.99 s, 29.97 s
+    assert res.ttft_mean_s[1] < 0.1 < 9.0 < res.ttft_mean_s[2]                       # the cliff
 
 
 def test_device_memory_figures_match_their_source():

@@ -37,7 +37,7 @@ def _paths(model, hardware, tp, precision, isl, osl, engine):
                    step_table="exact").summary()
     return {"estimate": (est["ttft_mean_s"], est["tpot_mean_s"]),
             "predict": (float(pred.ttft_s), float(pred.tpot_s)),
-            "steady_state": (float(ss.ttft_s), float(ss.tpot_s)),
+            "steady_state": (float(ss.ttft_mean_s), float(ss.tpot_mean_s)),
             "simulate": (sim["ttft_mean_s"], sim["tpot_mean_s"])}
 
 

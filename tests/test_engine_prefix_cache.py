@@ -17,7 +17,7 @@ SM = StepModel("llama-3.1-8b", "h100-sxm")
 def test_hit_rate_zero_changes_nothing():
     a = steady_state(SM, [1, 32], 4096, 256, engine="vllm")
     b = steady_state(SM, [1, 32], 4096, 256, engine="vllm", prefix_hit_rate=0.0)
-    assert np.array_equal(a.ttft_s, b.ttft_s) and np.array_equal(a.tpot_s, b.tpot_s)
+    assert np.array_equal(a.ttft_mean_s, b.ttft_mean_s) and np.array_equal(a.tpot_mean_s, b.tpot_mean_s)
 
 
 def test_full_hit_leaves_the_request_terms_and_the_uncached_prefill():
@@ -40,12 +40,12 @@ def test_simulator_and_closed_form_agree_with_hits(hit):
     ss = steady_state(SM, 1, 4096, 256, engine="vllm", prefix_hit_rate=hit)
     sim = simulate(SM, Workload.fixed(4096, 256, concurrency=1, prefix_hit_rate=hit), engine="vllm",
                    requests=4, step_table="exact").summary()
-    assert float(ss.ttft_s) == pytest.approx(sim["ttft_mean_s"], rel=0.02)
-    assert float(ss.tpot_s) == pytest.approx(sim["tpot_mean_s"], rel=0.02)
+    assert float(ss.ttft_mean_s) == pytest.approx(sim["ttft_mean_s"], rel=0.02)
+    assert float(ss.tpot_mean_s) == pytest.approx(sim["tpot_mean_s"], rel=0.02)
 
 
 def test_ttft_falls_with_the_hit_rate_under_load():
-    ttft = [float(steady_state(SM, 32, 4096, 256, engine="vllm", prefix_hit_rate=h).ttft_s)
+    ttft = [float(steady_state(SM, 32, 4096, 256, engine="vllm", prefix_hit_rate=h).ttft_mean_s)
             for h in (0.0, 0.5, 0.9)]
     assert ttft[0] > ttft[1] > ttft[2]
 

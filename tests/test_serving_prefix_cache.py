@@ -189,7 +189,7 @@ def test_steady_state_derives_the_hit_rate_from_the_workload():
     w = Workload.fixed(4096, 256, concurrency=16, prefix={"tokens": 3072, "pool": 4})
     a = steady_state(SM, 16, w, engine="vllm")
     b = steady_state(SM, 16, 4096, 256, engine="vllm", prefix_hit_rate=0.75)
-    assert float(a.ttft_s) == pytest.approx(float(b.ttft_s), rel=1e-12)
+    assert float(a.ttft_mean_s) == pytest.approx(float(b.ttft_mean_s), rel=1e-12)
     with pytest.raises(ConfigError, match="sessions"):
         steady_state(SM, 4, Workload.fixed(1024, 128, concurrency=4, sessions={"turns": 2, "user_tokens": 8}))
 

@@ -27,7 +27,7 @@ ISL, OSL, C = 1024, 256, 8
 
 
 def _duration(c: float, engine: str = "vllm", model=SM) -> float:
-    return float(steady_state(model, c, ISL, OSL, engine=engine, sync_fraction=0.0).e2e_s)
+    return float(steady_state(model, c, ISL, OSL, engine=engine, sync_fraction=0.0).e2e_mean_s)
 
 
 # -- the workload spec ---------------------------------------------------------------------------------
@@ -111,8 +111,8 @@ def test_prefix_hit_rate_shortens_the_duration():
     w = Workload.fixed(ISL, OSL, concurrency=C, prefix_hit_rate=0.75)
     res = simulate(SM, w, engine="vllm", requests=C)
     ss = steady_state(SM, C, ISL, OSL, engine="vllm", sync_fraction=0.0, prefix_hit_rate=0.75)
-    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(ss.e2e_s), rel=1e-4)
-    assert float(ss.e2e_s) < _duration(C)
+    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(ss.e2e_mean_s), rel=1e-4)
+    assert float(ss.e2e_mean_s) < _duration(C)
 
 
 def test_disaggregated_pools_use_the_pd_steady_state():
@@ -124,7 +124,7 @@ def test_disaggregated_pools_use_the_pd_steady_state():
     kv = ISL * float(m.kv_bytes_per_token) / 1e15
     ss = steady_state_disagg(m, m, 32, ISL, OSL, decode_replicas=2, prefill_engine="vllm-preset",
                              kv_transfer_s=kv, sync_fraction=0.0)
-    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(ss.e2e_s), rel=1e-9)
+    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(ss.e2e_mean_s), rel=1e-9)
 
 
 def test_max_load_resolves_auto_at_each_load():
@@ -133,7 +133,7 @@ def test_max_load_resolves_auto_at_each_load():
     found = max_load(model, w, mode="concurrency", requests=40, start=2, max_simulations=3)
     for row in found.curve:
         ss = steady_state(model, row["load"], 64, 8, engine="vllm", sync_fraction=0.0)
-        assert row["ramp_up_s"] == pytest.approx(float(ss.e2e_s), rel=1e-4)
+        assert row["ramp_up_s"] == pytest.approx(float(ss.e2e_mean_s), rel=1e-4)
     assert len({r["ramp_up_s"] for r in found.curve}) == len(found.curve) > 1
 
 

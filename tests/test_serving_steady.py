@@ -34,7 +34,7 @@ def compare(engine, isl, osl, c):
     ss = steady_state(H100_8B, c, isl, osl, engine=engine)
     # clients start spread over one request duration: the steady state assumes arrivals spread
     # over the cycle (see test_synchronised_start_runs_in_waves for the other case)
-    w = Workload.fixed(isl, osl, concurrency=c, ramp_up=float(ss.e2e_s))
+    w = Workload.fixed(isl, osl, concurrency=c, ramp_up=float(ss.e2e_mean_s))
     s = simulate(H100_8B, w, engine=engine, requests=max(20 * c, 400), seed=1).summary(warmup=0.3)
     return ss, s
 
@@ -42,8 +42,8 @@ def compare(engine, isl, osl, c):
 @pytest.mark.parametrize("engine,isl,osl,c", CONFIGS)
 def test_steady_state_agrees_with_the_simulator(engine, isl, osl, c):
     ss, s = compare(engine, isl, osl, c)
-    assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
-    assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
+    assert float(ss.tpot_mean_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
+    assert float(ss.ttft_mean_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
     assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.15)
 
 
@@ -58,7 +58,7 @@ def test_multi_chunk_prompt_ttft_matches_the_simulator(engine, isl, osl, c):
     prefix, then the remainder. Charging k full chunks gave 1.9x (8192) and 1.3x (3000) the simulated
     TTFT; the mean prefix of all k chunks on the full ones gave 1.05x (16380)."""
     ss, s = compare(engine, isl, osl, c)
-    assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.03)
+    assert float(ss.ttft_mean_s) == pytest.approx(s["ttft_mean_s"], rel=0.03)
     assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.15)
 
 
@@ -66,8 +66,8 @@ def test_steady_state_when_memory_binds():
     """4096/128 at C = 128 does not fit the KV cache: clients queue, TTFT from Little's law."""
     ss, s = compare("vllm", 4096, 128, 128)
     assert str(ss.limited_by) == "kv_cache"
-    assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
-    assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
+    assert float(ss.tpot_mean_s) == pytest.approx(s["tpot_mean_s"], rel=0.15)
+    assert float(ss.ttft_mean_s) == pytest.approx(s["ttft_mean_s"], rel=0.30)
 
 
 def test_synchronised_start_runs_in_waves():
@@ -76,8 +76,8 @@ def test_synchronised_start_runs_in_waves():
     ss = steady_state(H100_8B, 8, 1024, 256)
     sync = simulate(H100_8B, Workload.fixed(1024, 256, concurrency=8, ramp_up=0), requests=400, seed=1)
     s = sync.summary(warmup=0.3)
-    assert s["ttft_mean_s"] > 3 * float(ss.ttft_s)
-    assert s["tpot_mean_s"] == pytest.approx(float(ss.tpot_s), rel=0.15)
+    assert s["ttft_mean_s"] > 3 * float(ss.ttft_mean_s)
+    assert s["tpot_mean_s"] == pytest.approx(float(ss.tpot_mean_s), rel=0.15)
 
 
 def test_sync_fraction_adds_the_wave_wait_as_think_time():
@@ -87,10 +87,11 @@ def test_sync_fraction_adds_the_wave_wait_as_think_time():
     w = float(wave_wait(H100_8B, 32.0, 1024.0, eng))
     synced = steady_state(H100_8B, 32, 1024, 256, engine=PRESET, sync_fraction=1.0)
     thinking = steady_state(H100_8B, 32, 1024, 256, engine=PRESET, think_time=w)
-    assert float(synced.ttft_s) == pytest.approx(float(thinking.ttft_s + w))
-    assert float(synced.tpot_s) == pytest.approx(float(thinking.tpot_s))
+    assert float(synced.ttft_mean_s) == pytest.approx(float(thinking.ttft_mean_s + w))
+    assert float(synced.tpot_mean_s) == pytest.approx(float(thinking.tpot_mean_s))
     half = steady_state(H100_8B, 32, 1024, 256, engine=PRESET, sync_fraction=0.5)
-    assert float(steady_state(H100_8B, 32, 1024, 256, engine=PRESET).ttft_s) < float(half.ttft_s) < float(synced.ttft_s)
+    spread = steady_state(H100_8B, 32, 1024, 256, engine=PRESET)
+    assert float(spread.ttft_mean_s) < float(half.ttft_mean_s) < float(synced.ttft_mean_s)
     with pytest.raises(ConfigError, match="sync_fraction"):
         steady_state(H100_8B, 32, 1024, 256, sync_fraction=1.5)
 
@@ -102,24 +103,24 @@ def test_full_sync_matches_a_synchronised_start_on_small_waves(engine, isl, osl,
     sim = simulate(H100_8B, Workload.fixed(isl, osl, concurrency=c, ramp_up=0), engine=f"{engine}-preset",
                    requests=20 * c, seed=1).summary(warmup=0.0)
     ss = steady_state(H100_8B, c, isl, osl, engine=f"{engine}-preset", sync_fraction=1.0)
-    assert float(ss.ttft_s) == pytest.approx(sim["ttft_mean_s"], rel=0.15)
+    assert float(ss.ttft_mean_s) == pytest.approx(sim["ttft_mean_s"], rel=0.15)
 
 
 def test_steady_state_is_vectorised_and_monotone():
     c = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
     ss = steady_state(H100_8B, c, 1024, 256, engine=PRESET)
-    assert ss.tpot_s.shape == c.shape
-    assert (np.diff(ss.tpot_s) >= -1e-12).all()
+    assert ss.tpot_mean_s.shape == c.shape
+    assert (np.diff(ss.tpot_mean_s) >= -1e-12).all()
     assert (np.diff(ss.requests_per_s) >= -1e-9).all()
     assert ss.output_tokens_per_s == pytest.approx(ss.requests_per_s * 256)
-    assert ss.e2e_s == pytest.approx(ss.ttft_s + 255 * ss.tpot_s)
+    assert ss.e2e_mean_s == pytest.approx(ss.ttft_mean_s + 255 * ss.tpot_mean_s)
     # one client: TPOT is the decode step, TTFT a decode step (wait) plus the prefill step
     one = steady_state(H100_8B, 1, 1024, 256, engine=PRESET)
     from perfmodel.serving import load_engine
 
     e = load_engine("vllm")
     dec = H100_8B.step_time(1, 1024 + 128, 0, 0) + e.step_overhead + e.seq_overhead
-    assert float(one.tpot_s) == pytest.approx(dec, rel=0.02)
+    assert float(one.tpot_mean_s) == pytest.approx(dec, rel=0.02)
 
 
 def test_steady_state_accepts_a_workload_and_think_time():
@@ -134,10 +135,10 @@ def test_think_time_per_point_matches_scalar_calls():
     vec = steady_state(H100_8B, c, 1024, 256, think_time=z)
     for i in range(3):
         one = steady_state(H100_8B, c[i], 1024, 256, think_time=float(z[i]))
-        assert float(vec.ttft_s[i]) == pytest.approx(float(one.ttft_s))
-        assert float(vec.tpot_s[i]) == pytest.approx(float(one.tpot_s))
+        assert float(vec.ttft_mean_s[i]) == pytest.approx(float(one.ttft_mean_s))
+        assert float(vec.tpot_mean_s[i]) == pytest.approx(float(one.tpot_mean_s))
     # clients thinking are not decoding: the decode batch and the TPOT shrink
-    assert vec.n_decode[2] < vec.n_decode[1] and vec.tpot_s[2] < vec.tpot_s[1]
+    assert vec.decode_batch_mean[2] < vec.decode_batch_mean[1] and vec.tpot_mean_s[2] < vec.tpot_mean_s[1]
     with pytest.raises(ConfigError, match="think_time"):
         steady_state(H100_8B, c, 1024, 256, think_time=np.array([0.0, -1.0, 0.0]))
 
@@ -146,12 +147,12 @@ def test_attention_dp_schedulers_multiply_the_replica_limits():
     few = load_engine("vllm", max_num_seqs=4)
     one = steady_state(H100_8B, 100, 128, 1001, engine=few)
     two = steady_state(H100_8B, 100, 128, 1001, engine=few, schedulers=2)
-    assert (float(one.n_decode), float(two.n_decode)) == pytest.approx((4.0, 8.0), rel=1e-3)
+    assert (float(one.decode_batch_mean), float(two.decode_batch_mean)) == pytest.approx((4.0, 8.0), rel=1e-3)
     assert str(two.limited_by) == "max_num_seqs"
     # S = 1 is the default path
     same = steady_state(H100_8B, [8, 64], 1024, 256, schedulers=1)
     base = steady_state(H100_8B, [8, 64], 1024, 256)
-    assert same.ttft_s.tolist() == base.ttft_s.tolist()
+    assert same.ttft_mean_s.tolist() == base.ttft_mean_s.tolist()
     with pytest.raises(ConfigError, match="schedulers"):
         steady_state(H100_8B, 8, 1024, 256, schedulers=0)
 

@@ -21,10 +21,10 @@ def test_light_load_by_hand():
     # X = C / (TTFT + (O - 1) TPOT) = 2 / 1.015 s, n = X (O - 1) TPOT / D
     s = ConstantStepModel(0.01)
     r = steady_state_disagg(s, s, 2, 1024, 101, prefill_engine=NO_OVERHEAD, kv_transfer_s=0.005)
-    assert float(r.ttft_s) == pytest.approx(0.015)
-    assert float(r.tpot_s) == pytest.approx(0.01)
+    assert float(r.ttft_mean_s) == pytest.approx(0.015)
+    assert float(r.tpot_mean_s) == pytest.approx(0.01)
     assert float(r.requests_per_s) == pytest.approx(2 / 1.015, rel=1e-6)
-    assert float(r.n_decode) == pytest.approx(2 / 1.015, rel=1e-6)
+    assert float(r.decode_batch_mean) == pytest.approx(2 / 1.015, rel=1e-6)
     assert str(r.limited_by) == "clients"
 
 
@@ -34,7 +34,7 @@ def test_prefill_pool_capacity_by_hand():
     s = ConstantStepModel(0.01)
     r = steady_state_disagg(s, s, 1000, 8192, 11, prefill_engine=NO_OVERHEAD)
     assert float(r.requests_per_s) == pytest.approx(100.0, rel=1e-3)
-    assert float(r.ttft_s) == pytest.approx(9.9, rel=1e-3)
+    assert float(r.ttft_mean_s) == pytest.approx(9.9, rel=1e-3)
     assert str(r.limited_by) == "prefill_pool"
     two = steady_state_disagg(s, s, 1000, 8192, 11, prefill_replicas=2, prefill_engine=NO_OVERHEAD)
     assert float(two.requests_per_s) == pytest.approx(200.0, rel=1e-3)
@@ -48,7 +48,7 @@ def test_attention_dp_schedulers_multiply_budgets():
     few = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0, max_num_seqs=4)
     one = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few)
     two = steady_state_disagg(s, s, 100, 128, 1001, prefill_engine=few, decode_schedulers=2)
-    assert (float(one.n_decode), float(two.n_decode)) == pytest.approx((4.0, 8.0), rel=1e-3)
+    assert (float(one.decode_batch_mean), float(two.decode_batch_mean)) == pytest.approx((4.0, 8.0), rel=1e-3)
     assert str(two.limited_by) == "max_num_seqs"
     with pytest.raises(ConfigError, match="decode_schedulers"):
         steady_state_disagg(s, s, 8, 1024, 256, decode_schedulers=0.5)
@@ -60,7 +60,7 @@ def test_sync_fraction_in_the_prefill_pool():
     base = steady_state_disagg(s, s, 32, 8192, 101, prefill_replicas=2, prefill_engine=NO_OVERHEAD)
     sync = steady_state_disagg(s, s, 32, 8192, 101, prefill_replicas=2, prefill_engine=NO_OVERHEAD,
                                sync_fraction=1.0)
-    assert float(sync.ttft_s - base.ttft_s) == pytest.approx(7.5 * 0.01, rel=1e-6)
+    assert float(sync.ttft_mean_s - base.ttft_mean_s) == pytest.approx(7.5 * 0.01, rel=1e-6)
 
 
 def test_decode_pool_caps_bind():
@@ -69,7 +69,8 @@ def test_decode_pool_caps_bind():
     r = steady_state_disagg(s, s, 500, 1000, 1001, prefill_engine=eng, decode_replicas=2)
     # on-demand KV: I + O/2 = 1500.5 tokens per sequence and half a 16-token block of its last block,
     # the engine's usable fraction of the pool
-    assert float(r.n_decode) == pytest.approx(20_000 * eng.kv_capacity_fraction / (1500.5 + 7.5), rel=1e-3)
+    assert float(r.decode_batch_mean) == pytest.approx(20_000 * eng.kv_capacity_fraction / (1500.5 + 7.5),
+                                                       rel=1e-3)
     assert str(r.limited_by) == "kv_cache"
 
 
@@ -78,8 +79,8 @@ def test_vectorised_and_validated():
     r = steady_state_disagg(H100_8B, H100_8B, c, 1024, 256, decode_replicas=2)
     for i in range(3):
         one = steady_state_disagg(H100_8B, H100_8B, c[i], 1024, 256, decode_replicas=2)
-        assert float(r.ttft_s[i]) == pytest.approx(float(one.ttft_s))
-    assert np.all(np.diff(r.requests_per_s) > 0) and np.all(np.diff(r.tpot_s) > 0)
+        assert float(r.ttft_mean_s[i]) == pytest.approx(float(one.ttft_mean_s))
+    assert np.all(np.diff(r.requests_per_s) > 0) and np.all(np.diff(r.tpot_mean_s) > 0)
     for kw, field in (({"prefill_replicas": 0}, "prefill_replicas"), ({"kv_transfer_s": -1.0}, "kv_transfer_s"),
                       ({"think_time": -0.1}, "think_time")):
         with pytest.raises(ConfigError, match=field):
@@ -99,7 +100,7 @@ def _both(engine, isl, osl, c, p, d):
     engine = f"{engine}-preset"   # closed-form mechanics: no fitted engine terms
     ss = steady_state_disagg(H100_8B, H100_8B, c, isl, osl, prefill_replicas=p, decode_replicas=d,
                              prefill_engine=engine)
-    w = Workload.fixed(isl, osl, concurrency=c, ramp_up=float(ss.e2e_s))
+    w = Workload.fixed(isl, osl, concurrency=c, ramp_up=float(ss.e2e_mean_s))
     pools = Disaggregated(prefill=H100_8B, decode=H100_8B, prefill_replicas=p, decode_replicas=d,
                           link_bandwidth="1e6 GB/s", link_alpha="0 s")
     return ss, simulate(pools, w, engine=engine, requests=max(20 * c, 400), seed=1).summary(warmup=0.3)
@@ -109,8 +110,8 @@ def _both(engine, isl, osl, c, p, d):
 def test_agrees_with_the_simulator_while_clients_bind(case):
     ss, s = _both(*case)
     assert str(ss.limited_by) == "clients"
-    assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.05)
-    assert float(ss.ttft_s) == pytest.approx(s["ttft_mean_s"], rel=0.1)
+    assert float(ss.tpot_mean_s) == pytest.approx(s["tpot_mean_s"], rel=0.05)
+    assert float(ss.ttft_mean_s) == pytest.approx(s["ttft_mean_s"], rel=0.1)
     assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.1)
 
 
@@ -119,7 +120,7 @@ def test_prefill_bound_throughput_near_the_simulator(case):
     ss, s = _both(*case)
     assert str(ss.limited_by) == "prefill_pool"
     assert float(ss.requests_per_s) == pytest.approx(s["requests_per_s"], rel=0.2)
-    assert float(ss.tpot_s) == pytest.approx(s["tpot_mean_s"], rel=0.1)
+    assert float(ss.tpot_mean_s) == pytest.approx(s["tpot_mean_s"], rel=0.1)
 
 
 def test_prefill_batch_time_charges_the_last_chunk_for_its_own_tokens():
@@ -140,7 +141,7 @@ def test_closed_loop_identity_and_bounds(c, isl, osl, p, d, z, sync):
     lin = LinearStepModel(base=0.004, per_token=3e-5, per_attention=1e-9, kv_capacity_tokens=2_000_000)
     r = steady_state_disagg(lin, lin, c, isl, osl, prefill_replicas=p, decode_replicas=d, think_time=z,
                             prefill_engine=NO_OVERHEAD, sync_fraction=sync)
-    ttft, tpot, x = float(r.ttft_s), float(r.tpot_s), float(r.requests_per_s)
+    ttft, tpot, x = float(r.ttft_mean_s), float(r.tpot_mean_s), float(r.requests_per_s)
     assert np.isfinite([ttft, tpot, x]).all() and ttft > 0 and tpot > 0 and x > 0
     # Little's law over the whole loop: every client is thinking, waiting for its first token or decoding
     assert c == pytest.approx(x * (ttft + (osl - 1) * tpot + z), rel=2e-3)

@@ -3,6 +3,8 @@ columns being the same numbers (pins the behaviour the field rename must keep)."
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -61,3 +63,22 @@ def test_estimate_columns_are_the_steady_state():
     d = steady_state(sm, np.array([1.0, 8.0]), 512, 64, engine="vllm").as_dict()
     for name in ("ttft_mean_s", "tpot_mean_s", "e2e_mean_s", "requests_per_s", "decode_batch_mean"):
         assert e[name].tolist() == pytest.approx(np.asarray(d[name]).tolist(), rel=1e-9), name
+
+
+@pytest.mark.parametrize("old, new", [("ttft_s", "ttft_mean_s"), ("tpot_s", "tpot_mean_s"), ("e2e_s", "e2e_mean_s"),
+                                      ("n_decode", "decode_batch_mean"), ("throughput_rps", "requests_per_s"),
+                                      ("throughput_output_tokens_per_s", "output_tokens_per_s")])
+def test_old_names_warn_once_and_return_the_same_array(old, new):
+    ss = _kv_bound()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = getattr(ss, old)
+    assert [str(w.message) for w in caught] == [f"SteadyState.{old} is deprecated, use SteadyState.{new}"]
+    assert caught[0].category is DeprecationWarning and caught[0].filename == __file__   # the caller's line
+    assert value is getattr(ss, new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ss.as_dict():            # the new names do not warn
+            getattr(ss, name)
+    with pytest.raises(TypeError):
+        type(ss)(**{**ss.as_dict(), old: value})   # the old names are not fields

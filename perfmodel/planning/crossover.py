@@ -178,7 +178,7 @@ def max_concurrency_for_speed(min_tokens_per_s: float, model: Any = None, hardwa
         from ..serving import steady_state
 
         sm = step_model if step_model is not None else {"model": model, "hardware": hardware, **layout}
-        speed = 1.0 / steady_state(sm, c, isl, osl, engine=engine).tpot_s
+        speed = 1.0 / steady_state(sm, c, isl, osl, engine=engine).tpot_mean_s
     else:
         raise ConfigError(f"method: expected 'static' or 'steady_state', got {method!r}")
     ok = np.flatnonzero(speed >= min_tokens_per_s)

@@ -208,7 +208,7 @@ def steady_bound(task: Mapping[str, Any]) -> dict[str, Any]:
     sm, eng, w, rate = task["model"], task["engine"], task["workload"], task["rate"]
     isl, osl = screening_lengths(w)
     ss = steady_state(sm, float(eng.profile.max_num_seqs), isl, osl, engine=eng, rtol=STEADY_STATE_RTOL)
-    x_max, n_cap = float(np.ravel(ss.requests_per_s)[0]), float(np.ravel(ss.n_decode)[0])
+    x_max, n_cap = float(np.ravel(ss.requests_per_s)[0]), float(np.ravel(ss.decode_batch_mean)[0])
     least = max(int(task["min_replicas"]), math.ceil(rate / x_max - 1e-9) if x_max > 0 else 1)
     return {"x_max": x_max, "n_cap": n_cap, "min_replicas": least, "min_devices": least * int(sm.devices)}
 

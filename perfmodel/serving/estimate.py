@@ -248,8 +248,8 @@ def _estimate(model: str, hardware: str, *, isl: int, osl: int, concurrency, rat
                                       kv_transfer_s=request_kv_transfer_time(pre, total, isl),
                                       prefill_schedulers=prefill.dp_attention, decode_schedulers=dp_attention)
             gpus = total
-        out = pd.DataFrame({"concurrency": conc, "ttft_mean_s": res.ttft_s, "tpot_mean_s": res.tpot_s,
-                            "requests_per_s": res.requests_per_s, "decode_batch_mean": res.n_decode,
+        out = pd.DataFrame({"concurrency": conc, "ttft_mean_s": res.ttft_mean_s, "tpot_mean_s": res.tpot_mean_s,
+                            "requests_per_s": res.requests_per_s, "decode_batch_mean": res.decode_batch_mean,
                             "limited_by": res.limited_by, "path": "steady state"})
     out["e2e_mean_s"] = out["ttft_mean_s"] + (osl - 1) * out["tpot_mean_s"]
     out["output_tokens_per_s"] = out["requests_per_s"] * osl

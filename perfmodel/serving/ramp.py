@@ -79,7 +79,7 @@ def mean_request_duration(w: Workload, model: Any, engine: Any, replicas: int = 
     c = max(w.arrival.concurrency / replicas, 1.0)   # fewer clients than replicas: one client per busy replica
     ss = steady_state(model, c, isl, osl, engine=engine, think_time=w.arrival.think_time, sync_fraction=0.0,
                       prefix_hit_rate=w.prefix_hit_rate, rtol=RTOL)
-    return float(ss.e2e_s)
+    return float(ss.e2e_mean_s)
 
 
 def mean_request_duration_disagg(w: Workload, prefill: Any, decode: Any, prefill_engine: Any,
@@ -98,7 +98,7 @@ def mean_request_duration_disagg(w: Workload, prefill: Any, decode: Any, prefill
                              prefill_engine=prefill_engine, decode_engine=decode_engine,
                              kv_transfer_s=kv_alpha + isl * kv_seconds_per_token,
                              think_time=w.arrival.think_time, sync_fraction=0.0)
-    return float(ss.e2e_s)
+    return float(ss.e2e_mean_s)
 
 
 def resolve(w: Workload, duration: Any) -> tuple[Workload, Ramp | None]:

@@ -174,5 +174,5 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     n_at_prefill_cap = x_prefill * (Osl - 1) * tpot / D
     limits = np.stack([caps["max_num_seqs"], np.broadcast_to(caps["kv_cache"], C.shape), n_at_prefill_cap])
     bound = np.where(n >= 0.999 * np.min(limits, axis=0), np.argmin(limits, axis=0) + 1, 0)
-    return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, requests_per_s=X,
-                       output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
+    return SteadyState(ttft_mean_s=ttft, tpot_mean_s=tpot, e2e_mean_s=ttft + (Osl - 1) * tpot, requests_per_s=X,
+                       output_tokens_per_s=X * Osl, decode_batch_mean=n, limited_by=names[bound])

@@ -63,6 +63,7 @@ from ..engine.engine import Engine
 from ..engine.prefill import prefill_batch_time, prefix_step_time
 from ..engine.speculative import with_workload_acceptance
 from ..errors import ConfigError
+from ..metrics_vocabulary import deprecated_property
 from .protocol import resolve_step_model
 from .reuse import expected_hit_rate
 from .waves import wave_wait
@@ -71,70 +72,47 @@ from .workload import Workload
 
 @dataclass(frozen=True)
 class SteadyState:
-    """Means in steady state (arrays shaped like the broadcast inputs).
+    """Means in steady state (arrays shaped like the broadcast inputs), under the output names of
+    :mod:`perfmodel.metrics_vocabulary`.
 
     Attributes
     ----------
-    ttft_s, tpot_s, e2e_s : ndarray
-        Mean TTFT (with queueing), TPOT and E2E [s]; the output names (:attr:`ttft_mean_s`...,
-        :meth:`as_dict`) say they are means, as :mod:`perfmodel.metrics_vocabulary` names them.
+    ttft_mean_s, tpot_mean_s, e2e_mean_s : ndarray
+        Mean over requests of TTFT (with queueing), TPOT and E2E [s];
+        ``e2e_mean_s = ttft_mean_s + (osl - 1) tpot_mean_s``.
     requests_per_s, output_tokens_per_s : ndarray
         Completed requests [1/s] and output tokens [tokens/s] of one replica.
-    n_decode : ndarray
-        Mean number of decoding sequences (:attr:`decode_batch_mean`).
+    decode_batch_mean : ndarray
+        Mean number of decoding sequences n [1].
     limited_by : ndarray[str]
         ``"clients"``, ``"max_num_seqs"``, ``"kv_cache"`` or ``"prefill_budget"``.
+
+    Notes
+    -----
+    The old field names ``ttft_s``, ``tpot_s``, ``e2e_s`` (a bare ``ttft_s`` is one static batch on an
+    idle replica in the glossary, not a mean), ``n_decode``, ``throughput_rps`` and
+    ``throughput_output_tokens_per_s`` still answer with a :class:`DeprecationWarning` for one release.
     """
 
-    ttft_s: np.ndarray
-    tpot_s: np.ndarray
-    e2e_s: np.ndarray
+    ttft_mean_s: np.ndarray
+    tpot_mean_s: np.ndarray
+    e2e_mean_s: np.ndarray
     requests_per_s: np.ndarray
     output_tokens_per_s: np.ndarray
-    n_decode: np.ndarray
+    decode_batch_mean: np.ndarray
     limited_by: np.ndarray
 
-    #: Field → output name (:mod:`perfmodel.metrics_vocabulary`): the times are means over requests.
-    OUTPUT_NAMES = {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_mean_s", "e2e_s": "e2e_mean_s",
-                    "n_decode": "decode_batch_mean"}
-
     def as_dict(self) -> dict[str, Any]:
-        """The fields under their output names (``ttft_mean_s``, ``decode_batch_mean``...)."""
-        return {self.OUTPUT_NAMES.get(k, k): getattr(self, k) for k in self.__dataclass_fields__}
+        """The fields by name (``ttft_mean_s``, ``decode_batch_mean``...), for a DataFrame or JSON."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
-    @property
-    def ttft_mean_s(self) -> np.ndarray:
-        """Mean TTFT with queueing [s] (:attr:`ttft_s`)."""
-        return self.ttft_s
-
-    @property
-    def tpot_mean_s(self) -> np.ndarray:
-        """Mean TPOT [s] (:attr:`tpot_s`)."""
-        return self.tpot_s
-
-    @property
-    def e2e_mean_s(self) -> np.ndarray:
-        """Mean E2E [s] (:attr:`e2e_s`)."""
-        return self.e2e_s
-
-    @property
-    def decode_batch_mean(self) -> np.ndarray:
-        """Mean decoding sequences (:attr:`n_decode`)."""
-        return self.n_decode
-
-    @property
-    def throughput_rps(self) -> np.ndarray:
-        """Deprecated name of :attr:`requests_per_s` (warns; removed next release)."""
-        from ..metrics_vocabulary import deprecated_attribute
-
-        return getattr(self, deprecated_attribute("SteadyState", "throughput_rps"))
-
-    @property
-    def throughput_output_tokens_per_s(self) -> np.ndarray:
-        """Deprecated name of :attr:`output_tokens_per_s` (warns; removed next release)."""
-        from ..metrics_vocabulary import deprecated_attribute
-
-        return getattr(self, deprecated_attribute("SteadyState", "throughput_output_tokens_per_s"))
+    # the old names, for one release (a DeprecationWarning each time)
+    ttft_s = deprecated_property("SteadyState", "ttft_s")
+    tpot_s = deprecated_property("SteadyState", "tpot_s")
+    e2e_s = deprecated_property("SteadyState", "e2e_s")
+    n_decode = deprecated_property("SteadyState", "n_decode")
+    throughput_rps = deprecated_property("SteadyState", "throughput_rps")
+    throughput_output_tokens_per_s = deprecated_property("SteadyState", "throughput_output_tokens_per_s")
 
 
 def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None = None,
@@ -323,5 +301,5 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     which = np.stack([np.full_like(C, np.inf)] + [np.broadcast_to(v, C.shape) for v in caps.values()])
     bound = np.where(n >= 0.999 * n_cap, np.argmin(which[1:], axis=0) + 1, 0)
     ttft = ttft + wave + serving_engine.ttft_added(tpot)
-    return SteadyState(ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + (Osl - 1) * tpot, requests_per_s=X,
-                       output_tokens_per_s=X * Osl, n_decode=n, limited_by=names[bound])
+    return SteadyState(ttft_mean_s=ttft, tpot_mean_s=tpot, e2e_mean_s=ttft + (Osl - 1) * tpot, requests_per_s=X,
+                       output_tokens_per_s=X * Osl, decode_batch_mean=n, limited_by=names[bound])

@@ -216,8 +216,8 @@ class ServingProblem:
         ttft = np.full(len(self.rows), np.nan)
         tpot = np.full(len(self.rows), np.nan)
         for positions, res in self._solve(calibrations, backends):
-            ttft[positions] = res.ttft_s
-            tpot[positions] = res.tpot_s
+            ttft[positions] = res.ttft_mean_s
+            tpot[positions] = res.tpot_mean_s
         return ttft, tpot
 
     def _solve(self, calibrations, backends=None):
@@ -250,8 +250,8 @@ class ServingProblem:
         cols = {"predicted_ttft_s": np.full(len(out), np.nan), "predicted_tpot_s": np.full(len(out), np.nan),
                 "predicted_n_decode": np.full(len(out), np.nan), "limited_by": np.full(len(out), "", dtype=object)}
         for positions, res in self._solve(calibrations):
-            cols["predicted_ttft_s"][positions] = res.ttft_s
-            cols["predicted_tpot_s"][positions] = res.tpot_s
-            cols["predicted_n_decode"][positions] = res.n_decode
+            cols["predicted_ttft_s"][positions] = res.ttft_mean_s
+            cols["predicted_tpot_s"][positions] = res.tpot_mean_s
+            cols["predicted_n_decode"][positions] = res.decode_batch_mean
             cols["limited_by"][positions] = res.limited_by
         return out.assign(**cols)
