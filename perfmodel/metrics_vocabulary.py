@@ -309,6 +309,9 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("precision, prefill_precision, decode_precision", "weights, prefill_weights, decode_weights",
      "plan rows"),
     ("kv_dtype", "kv_cache", "models show (the format kv_bytes_per_token is given at)"),
+    ("formats", "weights, activations, kv_cache",
+     "simulate, max-load JSON and CSV: the label (\"w:fp8 a:fp8 kv:fp8\") became three keys "
+     "(prefill_weights... and decode_weights... when the P/D pools differ)"),
     ("weights_bytes_per_chip, kv_bytes_per_chip, spill_bytes_per_chip, draft_bytes_per_chip, "
      "sram_used_bytes_per_chip, hbm_used_bytes_per_chip, ddr_used_bytes_per_chip",
      "the same with _per_device", "predict on a dataflow machine, predict_dataflow"),

@@ -162,13 +162,20 @@ def _model(args) -> tuple[Any, int]:
                      kv_cache=args.kv_cache), args.replicas or 1
 
 
-def _formats(model) -> str:
-    """The formats of a replica (``w:fp8 a:fp8 kv:fp8``), of each pool of a deployment, '' if unknown."""
+def _formats(model) -> dict[str, str]:
+    """The formats as predict's records name them: ``weights``, ``activations``, ``kv_cache`` of a replica
+    (or of every pool, when the pools agree); ``prefill_weights``... and ``decode_weights``... of a P/D
+    deployment whose pools differ; ``{}`` if unknown."""
+    from ..precision import label_fields
+
     prec = getattr(model, "precision", None)
     if prec is not None:
-        return prec.label()
-    pools = model.items() if isinstance(model, dict) else vars(model).items() if hasattr(model, "__dict__") else ()
-    return "; ".join(f"{k} {m.precision.label()}" for k, m in pools if hasattr(m, "precision"))
+        return label_fields(prec.label())
+    items = model.items() if isinstance(model, dict) else vars(model).items() if hasattr(model, "__dict__") else ()
+    pools = {k: label_fields(m.precision.label()) for k, m in items if hasattr(m, "precision")}
+    if len({tuple(f.items()) for f in pools.values()}) == 1:
+        return next(iter(pools.values()))
+    return {f"{pool}_{k}": v for pool, f in pools.items() for k, v in f.items()}
 
 
 def _workload(args, placeholder: str | None = None):
@@ -291,7 +298,7 @@ def run_simulate(args) -> int:
         results.append(res)
         outs.append({**s, "workload": w.model_dump(mode="json", exclude={"description"}),
                      "engine": eng.describe(), "replicas": res.meta["replicas"], "router": res.meta["router"],
-                     "seed": args.seed, "step_model": res.meta["step_model"], "formats": _formats(model),
+                     "seed": args.seed, "step_model": res.meta["step_model"], **_formats(model),
                      "simulation_wall_s": res.meta["wall_s"], "note": engine_note(eng),
                      **_ramp_keys(res.meta.get("ramp_up")),
                      "kv_memory": None if mem is None else mem.as_dict()})
@@ -386,16 +393,17 @@ def run_max_load(args) -> int:
     found = max_load(model, w, target=args.target, mode=mode, engine=eng, replicas=replicas,
                      router=_router(args.router), seed=args.seed, start=start, rel_tol=args.rel_tol,
                      max_simulations=args.max_simulations, warmup=args.warmup, progress=progress_of(args))
+    formats = _formats(model)
     out = {**found.as_dict(), "engine": eng.describe(),
            "slo": w.slo.model_dump() if w.slo else None, "replicas": replicas, "seed": args.seed,
-           "formats": _formats(model), "search_note": found.note, "note": engine_note(eng)}
+           **formats, "search_note": found.note, "note": engine_note(eng)}
     key = "max_arrival_requests_per_s" if mode == "rate" else "max_concurrency"
 
     def table() -> None:
         bound = "" if found.bracketed else ">= "
         print(f"{key}: {bound}{found.max_load:g} (attainment {found.attainment:.3f} >= target {found.target:g}; "
               f"{found.simulations} simulations)")
-        print(f"formats: {out['formats']}")
+        print("formats: " + ", ".join(f"{k} {v}" for k, v in formats.items()))
         if found.note:
             print(f"note: {found.note}")
         cols = ["load", "slo_attainment", "goodput_requests_per_s", "output_tokens_per_s", "ttft_p95_s",
@@ -409,7 +417,7 @@ def run_max_load(args) -> int:
                                                    for c in cols}))
         print(f"note: {engine_note(eng)}")
 
-    rows = [{"search": mode, key: found.max_load, "bracketed": found.bracketed, "target": found.target, **r}
-            for r in found.curve]
+    rows = [{"search": mode, key: found.max_load, "bracketed": found.bracketed, "target": found.target, **formats,
+             **r} for r in found.curve]
     emit(args.format, table=table, rows=rows, document=out)
     return 0
