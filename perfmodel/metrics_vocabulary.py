@@ -23,14 +23,17 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from .metrics_echoes import ECHOES, echoes_md
+
 #: Unit → the suffix a name with that unit ends with ("" for counts and fractions).
-UNIT_SUFFIX = {"s": "_s", "s/token": "_s_per_token", "bytes": "_bytes", "W": "_w", "requests/s": "_per_s",
+UNIT_SUFFIX = {"s": "_s", "s/token": "_s_per_token", "bytes": "_bytes", "bytes/token": "_bytes_per_token",
+               "bytes/s": "_bytes_per_s", "FLOP/s": "_flops_per_s", "W": "_w", "requests/s": "_per_s",
                "tokens/s": "_per_s",
                "words/s": "_per_s", "tokens/s/MW": "_per_s_per_mw", "USD/h": "_per_hour", "USD/Mtokens": "",
-               "tokens/USD": "_per_usd", "1": ""}
+               "tokens/USD": "_per_usd", "%": "_pct", "% error": "_pct_error", "1": ""}
 
 #: Normalisers after a unit suffix: ``output_tokens_per_s_per_device`` is tokens/s, divided by devices.
-NORMALISERS = ("_per_device", "_per_gpu", "_per_replica")
+NORMALISERS = ("_per_device", "_per_gpu", "_per_replica", "_per_sequence")
 
 #: The statistics over requests and their name suffixes.
 STATISTICS = {"mean": "mean over requests", "p50": "50th percentile over requests",
@@ -61,6 +64,9 @@ class Metric:
 
 
 PREDICT = ("predict", "sweep", "Prediction", "DeploymentPrediction", "pm.sweep")
+KV_MEMORY = "simulate (kv_memory)"
+HW_LIST = "hardware list"
+MODELS = ("models list", "models show")
 SERVED = ("simulate", "max-load", "plan", "SimulationResult.summary")
 DATAFLOW = "predict --execution dataflow"
 
@@ -101,7 +107,8 @@ _ENTRIES: list[Metric] = [
     _m("pp", "1", "pipeline stages", "sweep", "plan"),
     _m("ep", "1", "expert parallelism", "sweep", "plan"),
     _m("dp", "1", "data-parallel replicas of the layout", "sweep"),
-    _m("dp_attention", "1", "attention data parallelism", "sweep", "plan"),
+    _m("dp_attention", "1", "attention data parallelism (kv_memory: ranks, each with its own KV pool)", "sweep",
+       "plan", KV_MEMORY),
     _m("micro_batches", "1", "pipeline micro-batches of a split deployment", "predict --deployment"),
     _m("max_num_seqs", "1", "the engine's limit on sequences in a step (a plan dimension, the engine "
        "profile's field name)", "plan"),
@@ -161,8 +168,8 @@ _ENTRIES: list[Metric] = [
        "(its LPUs not counted): per GPU of a mixed GPU/LPU pool", "demo"),
     _m("output_tokens_per_s_per_mw", "tokens/s/MW", "output_tokens_per_s / (power_w / 1e6)",
        "sweep", "plan", "predict --deployment", "claim"),
-    _m("power_w", "W", "power of all devices of the deployment (TDP basis unless the spec says otherwise)",
-       "sweep", "plan", "predict --deployment"),
+    _m("power_w", "W", "power of all devices of the deployment (TDP basis unless the spec says otherwise); "
+       "hardware list: of one device", "sweep", "plan", "predict --deployment", HW_LIST),
     _m("weights_bytes_per_device", "bytes", "weight bytes held by one device", *PREDICT),
     _m("kv_bytes_per_device", "bytes", "KV-cache bytes of the batch held by one device", *PREDICT),
     _m("memory_used_bytes_per_device", "bytes", "weights + KV cache + activations + reserve on one device",
@@ -174,7 +181,7 @@ _ENTRIES: list[Metric] = [
          DATAFLOW) for tier in ("sram", "hbm", "ddr")),
     _m("engine_kv_cache_tokens", "1", "KV tokens of the replica's pool as the serving engine sizes it",
        "predict --engine"),
-    _m("memory_capacity_bytes", "bytes", "memory of one device", "Prediction", "predict --deployment"),
+    _m("memory_capacity_bytes", "bytes", "memory of one device", "Prediction", "predict --deployment", HW_LIST),
     _m("max_batch_at_context", "1", "largest batch whose KV cache fits at isl + osl tokens", *PREDICT),
     _m("speedup", "1", "tpot_s at the fewest devices / tpot_s here", "scaling_curve"),
     _m("ideal_speedup", "1", "devices here / the fewest devices", "scaling_curve"),
@@ -257,21 +264,62 @@ _ENTRIES: list[Metric] = [
     _m("slo_attainment_e2e", "1", "share meeting the E2E limit", "simulate"),
     _m("slo_undecided", "1", "requests still running whose SLO outcome is not known", "simulate"),
     _m("decode_batch_mean", "1", "mean sequences in a decode step (steady state)", "estimate", "SteadyState"),
-    _m("kv_cache_tokens", "1", "KV tokens of a replica's pool as the engine sizes it", "estimate"),
+    _m("kv_cache_tokens", "1", "KV tokens of a replica's pool as the engine sizes it", "estimate", KV_MEMORY),
     _m("rank", "1", "position in the plan's ranking (1 = cheapest)", "plan"),
+    # ---- how the engine splits one device's memory (perfmodel.engine.kv_memory)
+    _m("device_bytes", "bytes", "memory of one device as the engine sees it (the driver's total)", KV_MEMORY),
+    _m("memory_fraction", "1", "the engine's memory share: vLLM gpu_memory_utilization, SGLang "
+       "mem_fraction_static, TensorRT-LLM free_gpu_memory_fraction", KV_MEMORY),
+    _m("activations_bytes_per_device", "bytes", "activation workspace of the engine's profiling step (vLLM: "
+       "with the sampler's logits) on one device", KV_MEMORY),
+    _m("runtime_bytes_per_device", "bytes", "runtime buffers (CUDA graphs, communication) on one device", KV_MEMORY),
+    _m("kv_pool_bytes_per_device", "bytes", "KV-cache pool of one device: what the engine's rule leaves", KV_MEMORY),
+    _m("kv_bytes_per_token_per_device", "bytes/token", "KV-cache bytes one token takes on one device",
+       KV_MEMORY),
+    _m("kv_block_size", "1", "tokens per KV-cache block (the engine profile's field)", KV_MEMORY),
+    # ---- validation: errors of the predictions against measurements
+    _m("rows", "1", "rows of the measurement file", "validate"),
+    _m("predicted", "1", "rows predicted", "validate"),
+    _m("skipped", "1", "rows not predicted (by reason in skipped_reasons)", "validate"),
+    _m("anomalous", "1", "rows flagged anomalous (reported apart unless --include-anomalous)", "validate"),
+    _m("scored", "1", "rows counted in the error figures", "validate"),
+    _m("n", "1", "rows behind one error figure", "validate"),
+    _m("median_abs_pct_error", "% error", "median over rows of |predicted - measured| / measured, in percent",
+       "validate"),
+    _m("p90_abs_pct_error", "% error", "90th percentile over rows of |predicted - measured| / measured, in "
+       "percent", "validate"),
+    _m("bias_pct", "%", "median over rows of (predicted - measured) / measured, in percent (> 0: over-predicts)",
+       "validate"),
+    # ---- hardware and models (catalogue listings; the spec's own fields: perfmodel.metrics_echoes)
+    _m("memory_bandwidth_bytes_per_s", "bytes/s", "bandwidth of the device's main memory tier", HW_LIST),
+    *(_m(f"{f}_flops_per_s", "FLOP/s", f"dense {f} peak of one device", HW_LIST) for f in ("bf16", "fp8", "fp4")),
+    _m("bandwidth_bytes_per_s", "bytes/s", "a link's bandwidth per direction", HW_LIST),
+    _m("alpha_s", "s", "a link's per-message latency (alpha of alpha + S/B)", HW_LIST),
+    _m("params_total", "1", "parameters of the model (every expert)", *MODELS),
+    _m("params_active", "1", "parameters used per token (the routed experts' share of a MoE)", *MODELS),
+    _m("kv_bytes_per_token", "bytes/token", "KV-cache bytes of one token, all layers, whole model, in the "
+       "format the kv_cache key names", *MODELS),
+    _m("state_bytes_per_sequence", "bytes", "recurrent state of one sequence (linear-attention / SSM layers)",
+       *MODELS),
 ]
 
 #: Inputs echoed under their flag's name, exempt from the suffix rule (``rate`` is ``--rate``, requests/s).
 FLAG_NAMED = frozenset({"rate"})
 
-#: Nested configuration echoes, not results: the engine profile (docs/serving.md), the KV-memory split
-#: (perfmodel.engine.kv_memory), the workload and SLO specs (docs/spec-formats.md), plan's search
-#: space and candidate counts (docs/planning.md). Their numbers are documented with those formats.
-CONFIG_ECHOES = ("engine.", "kv_memory.", "workload.", "slo.", "inputs.slo.", "inputs.search_space.",
-                 "counts.")
+#: Nested configuration echoes, not results: the engine profile, the workload and SLO, plan's search space,
+#: prices and candidate counts, named as their formats name them; their numbers and units are listed in
+#: :data:`perfmodel.metrics_echoes.ECHOES` (the hardware and model specs of ``hardware show`` / ``models
+#: show`` too, at the top level of those documents).
+CONFIG_ECHOES = tuple(e.prefix for e in ECHOES if e.prefix)
 
 #: Containers whose items are records of the glossary's names.
-CONTAINERS = ("points.", "curve.", "ranked.", "inputs.")
+CONTAINERS = ("points.", "curve.", "ranked.", "inputs.", "kv_memory.")
+
+#: Containers keyed by data (a group's value, a metric, a reason) whose leaves are glossary names: validate's
+#: ``by.<group>.<value>.[tpot|ttft.]<statistic>`` and ``tpot.<statistic>``; ``skipped_reasons.<reason>`` and
+#: ``skipped_reasons_detail.<reason>`` count skipped rows.
+KEYED = {"by.": None, "tpot.": None, "ttft.": None, "skipped_reasons.": "skipped",
+         "skipped_reasons_detail.": "skipped"}
 
 #: Every output name, by name.
 GLOSSARY: dict[str, Metric] = {m.name: m for m in _ENTRIES}
@@ -309,6 +357,10 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("precision, prefill_precision, decode_precision", "weights, prefill_weights, decode_weights",
      "plan rows"),
     ("kv_dtype", "kv_cache", "models show (the format kv_bytes_per_token is given at)"),
+    ("fraction, weights, activations, runtime, kv_pool, kv_bytes_per_token, block_size, kv_tokens, ranks",
+     "memory_fraction, weights_bytes_per_device, activations_bytes_per_device, runtime_bytes_per_device, "
+     "kv_pool_bytes_per_device, kv_bytes_per_token_per_device, kv_block_size, kv_cache_tokens, dp_attention",
+     "simulate's kv_memory record, JSON and CSV (EngineMemory.as_dict; the attributes keep their names)"),
     ("formats", "weights, activations, kv_cache",
      "simulate, max-load JSON and CSV: the label (\"w:fp8 a:fp8 kv:fp8\") became three keys "
      "(prefill_weights... and decode_weights... when the P/D pools differ)"),
@@ -370,11 +422,15 @@ def name_suffix(name: str) -> str:
 def key_name(path: str) -> str | None:
     """The glossary name of a flattened output key, or None for a configuration echo (:data:`CONFIG_ECHOES`).
 
-    ``points.ttft_mean_s`` (estimate), ``curve.*`` (max-load), ``ranked.*`` and ``inputs.*`` (plan) are
-    records of glossary names; ``pools.<pool>.<field>`` is ``field``.
+    ``points.ttft_mean_s`` (estimate), ``curve.*`` (max-load), ``ranked.*`` and ``inputs.*`` (plan),
+    ``kv_memory.*`` (simulate) are records of glossary names; ``pools.<pool>.<field>`` is ``field``; in a
+    container keyed by data (:data:`KEYED`, validate's groups) the leaf is the name.
     """
     if path.startswith(CONFIG_ECHOES):
         return None
+    for prefix, name in KEYED.items():
+        if path.startswith(prefix):
+            return name or path.rsplit(".", 1)[-1]
     for c in CONTAINERS:
         if path.startswith(c):
             path = path[len(c):]
@@ -406,16 +462,22 @@ def glossary_md() -> str:
         "quantity (`perfmodel/metrics_vocabulary.py`; `tests/test_metrics_vocabulary.py` runs each command "
         "with `--format json` and `--format csv` and fails on a number whose name is not here). The unit "
         "is the suffix (`_s`, `_bytes`, `_w`, `_per_s`); a statistic over requests comes before it "
-        "(`ttft_mean_s`, `ttft_p95_s`); a bare `ttft_s` is one static batch on an idle replica. Rates "
+        "(`ttft_mean_s`, `ttft_p95_s`); a bare `ttft_s` is one static batch on an idle replica; validate's "
+        "errors are in percent (`bias_pct`, `median_abs_pct_error`). Rates "
         "are `<what>_per_s[_per_<normaliser>]`: `per_user_tokens_per_s` = 1/TPOT; `output_tokens_per_s` = "
         "all devices of the deployment, prefill included; `decode_tokens_per_s` = decode only "
         "(batch/TPOT); `_per_device` = divided by every chip, `_per_gpu` = by the GPUs of a mixed "
-        "GPU/LPU deployment, `_per_replica`, `_per_mw`. Nested configuration echoes (the engine profile, "
-        "`kv_memory`, the workload and SLO, plan's search space and candidate counts) are documented "
-        "with their formats. Tables (`--format table`, the results' text form) print the same names with "
+        "GPU/LPU deployment, `_per_replica`, `_per_mw`, `_per_sequence`. Nested records of results "
+        "(`points`, `curve`, `ranked`, `pools.<pool>`, simulate's `kv_memory`, validate's `by.<group>.<value>`) "
+        "use the same names. Inputs echoed beside the results keep their format's names (the engine "
+        "profile's `step_overhead` is in seconds, the workload's `arrival.rate` in requests/s, a hardware "
+        "spec's `memory.hbm.bandwidth.value` in B/s): the table after the glossary lists every such number "
+        "with its unit (`perfmodel/metrics_echoes.py`; the test fails on a number in neither). Tables (`--format table`, the results' text form) print the same names with "
         "times in ms, sizes in GiB and powers of 1 kW or more in kW, the suffix changed to match (`ttft_ms`, "
         "`weights_gib_per_device`, `power_kw`) and a footnote saying so (`perfmodel/tables.py`).\n",
         markdown_table() + "\n",
+        "Inputs echoed under their format's names (fields below the prefix; `*` is a name the data chooses):\n",
+        echoes_md() + "\n",
         "Renamed in this release (JSON/CSV keys and DataFrame columns changed; `Prediction."
         "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
         "and `SteadyState.ttft_s`/`tpot_s`/`e2e_s`/`n_decode`/`throughput_rps`/"

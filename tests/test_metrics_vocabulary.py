@@ -1,9 +1,12 @@
 """One name per quantity: every number the commands emit is in the glossary with its unit suffix.
 
 Runs predict (kernel model and a GPU/LPU deployment), estimate (closed and open loop), simulate,
-max-load, sweep and plan on small cases with ``--format json`` and ``--format csv`` and checks each
-numeric key against :data:`perfmodel.metrics_vocabulary.GLOSSARY`; then checks that the same name
-computed by two commands for the same point is the same number.
+max-load, sweep, plan, validate, hardware list/show and models list/show on small cases with
+``--format json`` and ``--format csv`` and checks each numeric key, nested ones included, against
+:data:`perfmodel.metrics_vocabulary.GLOSSARY` or, for an input echoed under its format's own names (the
+engine profile, the workload, a hardware spec...), against the fields and units listed in
+:data:`perfmodel.metrics_echoes.ECHOES`; then checks that the same name computed by two commands for
+the same point is the same number.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ import pytest
 import perfmodel as pm
 from perfmodel.cli import main
 from perfmodel.demo import run_demo
+from perfmodel.engine.profile import EngineProfile
+from perfmodel.metrics_echoes import ECHOES, echo_unit
 from perfmodel.metrics_vocabulary import (
+    CONFIG_ECHOES,
     FLAG_NAMED,
     GLOSSARY,
     RENAMED,
@@ -46,8 +52,22 @@ COMMANDS = {
     "max-load": ["max-load", *M, *L, "--requests", "100", "--slo-ttft", "1s", "--max-simulations", "3",
                  "--quiet"],
     "sweep": ["sweep", *M, *L, "--batch", "1,8", "--quiet"],
-    "plan": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "60", "--quiet"],
+    "plan": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "60", "--price",
+             "h100-sxm=2.5/h", "--quiet"],
+    "validate": ["validate", "--data", "tests/data/serving_tiny.csv", "--quiet"],
+    "hardware-list": ["hardware", "list"],
+    "hardware-show": ["hardware", "show", "h100-sxm"],
+    "hardware-show-link": ["hardware", "show", "tpu-ici-v7"],
+    "hardware-show-system": ["hardware", "show", "vera-rubin-nvl72"],
+    "models-list": ["models", "list"],
+    "models-show": ["models", "show", "deepseek-v3"],
 }
+
+
+def _command(name: str) -> str:
+    """The command a case runs (``simulate``, ``hardware show``), as :data:`ECHOES` names it."""
+    argv = COMMANDS[name]
+    return " ".join(argv[:2]) if argv[0] in ("hardware", "models") else argv[0]
 
 
 def _run(argv: list[str]) -> str:
@@ -89,6 +109,10 @@ def emitted() -> dict[str, set[str]]:
         out[f"{name} json"] = {k for k, v in _flatten(doc) if _number(v)}
         rows = list(csv.DictReader(io.StringIO(_run([*argv, "--format", "csv"]))))
         assert rows, name
+        if rows[0].keys() >= {"figure", "value", "unit"}:   # hardware show: one row per spec figure
+            assert all(r["unit"] for r in rows), name
+            out[f"{name} csv"] = {f"{r['figure']}.value" for r in rows if _number(r["value"])}
+            continue
         out[f"{name} csv"] = {k for k in rows[0]
                               if any(r[k] not in ("", None) and _number(r[k]) for r in rows)}
     return out
@@ -109,13 +133,61 @@ def test_every_emitted_number_is_in_the_glossary_with_the_same_unit(emitted):
         bases.setdefault(n[: len(n) - len(name_suffix(n))], []).append(n)
     problems = []
     for where, keys in emitted.items():
+        command = _command(where.rsplit(" ", 1)[0])
         for key in sorted(keys):
-            name = key_name(key)
-            if name is None or lookup(key) is not None:
+            if lookup(key) is not None or echo_unit(key, command) is not None:
                 continue
+            name = key_name(key) or key
             same = bases.get(name[: len(name) - len(name_suffix(name))])
             problems.append(f"{where}: {key}" + (f" (glossary has {same}: another unit)" if same else ""))
-    assert not problems, "numbers emitted under names not in the glossary:\n" + "\n".join(problems)
+    assert not problems, ("numbers emitted under names neither in the glossary nor in an echoed input's "
+                          "listed fields:\n" + "\n".join(problems))
+
+
+def test_nested_echoes_are_walked(emitted):
+    """The echoes are checked field by field (none is skipped as a whole): each prefix is emitted by the
+    cases, and keys under it that are not listed fail."""
+    seen = {p for keys in emitted.values() for k in keys for p in CONFIG_ECHOES if k.startswith(p)}
+    assert seen >= {"engine.", "workload.", "slo.", "inputs.slo.", "inputs.search_space.", "counts.",
+                    "inputs.prices_usd_per_device_hour."}
+    assert echo_unit("engine.terms.request_overhead", "simulate") == "s"
+    assert echo_unit("workload.arrival.rate", "simulate") == "requests/s"
+    assert echo_unit("engine.request_overhead", "simulate") is None        # a term, not a profile field
+    assert echo_unit("memory.hbm.bandwidth.value", "hardware show") == "bytes/s"
+    assert echo_unit("memory.hbm.bandwidth.value", "simulate") is None
+    assert {k for k in emitted["simulate json"] if k.startswith("kv_memory.")} >= {
+        "kv_memory.kv_pool_bytes_per_device", "kv_memory.kv_cache_tokens", "kv_memory.device_bytes"}
+
+
+def _numeric_fields(schema: dict, defs: dict, prefix: str = "") -> set[str]:
+    """Dotted paths of the number fields of a pydantic JSON schema (through $ref, anyOf, oneOf, items)."""
+    out: set[str] = set()
+
+    def walk(path: str, v: dict) -> None:
+        if "$ref" in v:
+            out.update(_numeric_fields(defs[v["$ref"].split("/")[-1]], defs, path + "."))
+        for alt in v.get("anyOf", []) + v.get("oneOf", []):
+            walk(path, alt)
+        if "items" in v:
+            walk(path, v["items"])
+        if v.get("type") in ("number", "integer"):
+            out.add(path)
+
+    for k, v in schema.get("properties", {}).items():
+        walk(prefix + k, v)
+    return out
+
+
+@pytest.mark.parametrize("cls, prefix, command", [(pm.Workload, "workload.", "simulate"),
+                                                  (EngineProfile, "engine.", "simulate")])
+def test_echo_lists_cover_every_number_of_the_format(cls, prefix, command):
+    """Every number field of the workload and engine-profile formats has its unit listed, so an echo of a
+    field no test case happens to set is covered too."""
+    schema = cls.model_json_schema()
+    missing = sorted(f for f in _numeric_fields(schema, schema.get("$defs", {}))
+                     if echo_unit(prefix + f, command) is None)
+    assert not missing
+    assert all(u for e in ECHOES for u in e.fields.values())
 
 
 def test_old_names_are_not_emitted(emitted):

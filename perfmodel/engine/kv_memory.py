@@ -159,8 +159,15 @@ class EngineMemory:
         b, d = self.block_size, self.ranks
         return int(d * (self.kv_tokens // (d * b) // math.ceil(tokens_per_sequence / b)))
 
+    #: Field -> output name (:mod:`perfmodel.metrics_vocabulary`: the unit and the device in the name).
+    OUTPUT_NAMES = {"fraction": "memory_fraction", "weights": "weights_bytes_per_device",
+                    "activations": "activations_bytes_per_device", "runtime": "runtime_bytes_per_device",
+                    "kv_pool": "kv_pool_bytes_per_device", "kv_bytes_per_token": "kv_bytes_per_token_per_device",
+                    "block_size": "kv_block_size", "kv_tokens": "kv_cache_tokens", "ranks": "dp_attention"}
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields under their output names (``weights_bytes_per_device``, ``kv_cache_tokens``...)."""
+        return {self.OUTPUT_NAMES.get(k, k): v for k, v in asdict(self).items()}
 
 
 def memory_rule(profile: Any) -> tuple[str, Any] | None:
