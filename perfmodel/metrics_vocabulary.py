@@ -313,7 +313,7 @@ FLAG_NAMED = frozenset({"rate"})
 CONFIG_ECHOES = tuple(e.prefix for e in ECHOES if e.prefix)
 
 #: Containers whose items are records of the glossary's names.
-CONTAINERS = ("points.", "curve.", "ranked.", "inputs.", "kv_memory.")
+CONTAINERS = ("points.", "curve.", "ranked.", "inputs.", "kv_memory.", "open_loop.")
 
 #: Containers keyed by data (a group's value, a metric, a reason) whose leaves are glossary names: validate's
 #: ``by.<group>.<value>.[tpot|ttft.]<statistic>`` and ``tpot.<statistic>``; ``skipped_reasons.<reason>`` and
@@ -423,18 +423,18 @@ def key_name(path: str) -> str | None:
     """The glossary name of a flattened output key, or None for a configuration echo (:data:`CONFIG_ECHOES`).
 
     ``points.ttft_mean_s`` (estimate), ``curve.*`` (max-load), ``ranked.*`` and ``inputs.*`` (plan),
-    ``kv_memory.*`` (simulate) are records of glossary names; ``pools.<pool>.<field>`` is ``field``; in a
+    ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names; ``pools.<pool>.<field>`` is ``field``; in a
     container keyed by data (:data:`KEYED`, validate's groups) the leaf is the name.
     """
     if path.startswith(CONFIG_ECHOES):
         return None
-    for prefix, name in KEYED.items():
-        if path.startswith(prefix):
-            return name or path.rsplit(".", 1)[-1]
     for c in CONTAINERS:
         if path.startswith(c):
             path = path[len(c):]
             break
+    for prefix, name in KEYED.items():
+        if path.startswith(prefix):
+            return name or path.rsplit(".", 1)[-1]
     if path.startswith("pools.") and path.count(".") == 2:
         path = path.rsplit(".", 1)[1]
     return path
@@ -468,8 +468,8 @@ def glossary_md() -> str:
         "all devices of the deployment, prefill included; `decode_tokens_per_s` = decode only "
         "(batch/TPOT); `_per_device` = divided by every chip, `_per_gpu` = by the GPUs of a mixed "
         "GPU/LPU deployment, `_per_replica`, `_per_mw`, `_per_sequence`. Nested records of results "
-        "(`points`, `curve`, `ranked`, `pools.<pool>`, simulate's `kv_memory`, validate's `by.<group>.<value>`) "
-        "use the same names. Inputs echoed beside the results keep their format's names (the engine "
+        "(`points`, `curve`, `ranked`, `pools.<pool>`, simulate's `kv_memory`, validate's `by.<group>.<value>` and "
+        "`open_loop`; validate's CSV: one row per arrival, group, value and metric) use the same names. Inputs echoed beside the results keep their format's names (the engine "
         "profile's `step_overhead` is in seconds, the workload's `arrival.rate` in requests/s, a hardware "
         "spec's `memory.hbm.bandwidth.value` in B/s): the table after the glossary lists every such number "
         "with its unit (`perfmodel/metrics_echoes.py`; the test fails on a number in neither). Tables (`--format table`, the results' text form) print the same names with "

@@ -127,6 +127,24 @@ def test_validate_csv_rows_are_the_summary_statistics(capsys, tmp_path):
             assert float(row["bias_pct"]) == pytest.approx(stats["tpot"]["bias_pct"])
 
 
+def test_validate_csv_has_the_open_loop_statistics(capsys):
+    """An open-loop run (a vLLM result JSON at 2 requests/s) is reported in the CSV too, as ``arrival=open``
+    rows holding the JSON's ``open_loop`` figures; the closed-loop rows say ``arrival=closed``."""
+    argv = ["validate", "--data", "tests/data/vllm_open_tiny.json", "--hardware", "h100-sxm", "--engine", "vllm",
+            "--tp", "1", "--quiet"]
+    summary = json.loads(_run(capsys, [*argv, "--format", "json"]))
+    got = _csv_rows(_run(capsys, [*argv, "--format", "csv"]))
+    assert {r["arrival"] for r in got} == {"closed", "open"}
+    assert all(r["n"] == "0" for r in got if r["arrival"] == "closed")     # no closed-loop row in the file
+    opened = {(r["group"], r["value"], r["metric"]): r for r in got if r["arrival"] == "open"}
+    o = summary["open_loop"]
+    for metric in ("tpot", "ttft"):
+        assert float(opened["all", "", metric]["bias_pct"]) == pytest.approx(o[metric]["bias_pct"], rel=1e-12)
+        by = o["by"]["arrival_process"]["poisson"][metric]
+        assert float(opened["arrival_process", "poisson", metric]["median_abs_pct_error"]) == pytest.approx(
+            by["median_abs_pct_error"], rel=1e-12)
+
+
 def test_estimate_csv_carries_the_json_values(capsys):
     est = ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm", "--concurrency",
            "1,8", "--isl", "512", "--osl", "64"]

@@ -55,6 +55,8 @@ COMMANDS = {
     "plan": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "60", "--price",
              "h100-sxm=2.5/h", "--quiet"],
     "validate": ["validate", "--data", "tests/data/serving_tiny.csv", "--quiet"],
+    "validate-open": ["validate", "--data", "tests/data/vllm_open_tiny.json", "--hardware", "h100-sxm", "--engine",
+                      "vllm", "--tp", "1", "--quiet"],
     "hardware-list": ["hardware", "list"],
     "hardware-show": ["hardware", "show", "h100-sxm"],
     "hardware-show-link": ["hardware", "show", "tpu-ici-v7"],

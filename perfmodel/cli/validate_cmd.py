@@ -165,16 +165,20 @@ def run(args) -> int:
 
 
 def summary_rows(summary: dict) -> list[dict]:
-    """The error statistics of a validation summary as CSV rows: ``group`` (``all`` or what the rows are
-    grouped by), ``value`` (the group's value), ``metric`` and the statistics of that metric."""
-    rows = [{"group": "all", "value": "", "metric": m, **summary[m]} for m in METRICS
-            if isinstance(summary.get(m), dict)]
-    for group, values in (summary.get("by") or {}).items():
-        for value, stats in values.items():
-            nested = {k: v for k, v in stats.items() if isinstance(v, dict)}
-            if nested:
+    """The error statistics of a validation summary as CSV rows: ``arrival`` (``closed``, or ``open`` for the
+    simulated open-loop runs of ``summary["open_loop"]``), ``group`` (``all`` or what the rows are grouped
+    by), ``value`` (the group's value), ``metric`` and the statistics of that metric."""
+    rows = []
+    for arrival, part in (("closed", summary), ("open", summary.get("open_loop"))):
+        if not isinstance(part, dict) or (arrival == "open" and not part.get("rows")):
+            continue
+        rows += [{"arrival": arrival, "group": "all", "value": "", "metric": m, **part[m]} for m in METRICS
+                 if isinstance(part.get(m), dict)]
+        for group, values in (part.get("by") or {}).items():
+            for value, stats in values.items():
+                nested = {k: v for k, v in stats.items() if isinstance(v, dict)}
                 flat = {k: v for k, v in stats.items() if not isinstance(v, dict)}
-                rows += [{"group": group, "value": value, "metric": m, **flat, **s} for m, s in nested.items()]
-            else:
-                rows.append({"group": group, "value": value, "metric": "", **stats})
+                head = {"arrival": arrival, "group": group, "value": value}
+                rows += ([{**head, "metric": m, **flat, **st} for m, st in nested.items()] if nested
+                         else [{**head, "metric": "", **stats}])
     return rows
