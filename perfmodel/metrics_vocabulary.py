@@ -361,6 +361,7 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
      "memory_fraction, weights_bytes_per_device, activations_bytes_per_device, runtime_bytes_per_device, "
      "kv_pool_bytes_per_device, kv_bytes_per_token_per_device, kv_block_size, kv_cache_tokens, dp_attention",
      "simulate's kv_memory record, JSON and CSV (EngineMemory.as_dict; the attributes keep their names)"),
+    ("predicted_n_decode", "predicted_decode_batch_mean", "validate --out, ServingProblem.predictions()"),
     ("formats", "weights, activations, kv_cache",
      "simulate, max-load JSON and CSV: the label (\"w:fp8 a:fp8 kv:fp8\") became three keys "
      "(prefill_weights... and decode_weights... when the P/D pools differ)"),
