@@ -23,7 +23,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from .metrics_echoes import ECHOES, echoes_md
+from .metrics_echoes import ECHOES, echo_unit, echoes_md
 
 #: Unit → the suffix a name with that unit ends with ("" for counts and fractions).
 UNIT_SUFFIX = {"s": "_s", "s/token": "_s_per_token", "bytes": "_bytes", "bytes/token": "_bytes_per_token",
@@ -245,6 +245,8 @@ _ENTRIES: list[Metric] = [
        "simulate"),
     _m("tpot_at_target_percentile_s", "s", "TPOT percentile at the SLO target", "simulate"),
     _m("e2e_at_target_percentile_s", "s", "E2E percentile at the SLO target", "simulate"),
+    _m("ttfat_at_target_percentile_s", "s", "TTFAT percentile at the SLO target (a workload with a ttfat limit)",
+       "simulate"),
     _m("duration_s", "s", "counted window of simulated time", "simulate"),
     _m("simulation_wall_s", "s", "wall-clock time the simulation took", "simulate"),
     _m("ramp_up_s", "s", "closed loop: client k of C sent its first request at k·ramp_up_s/C (--ramp-up auto: "
@@ -262,6 +264,7 @@ _ENTRIES: list[Metric] = [
     _m("slo_attainment_ttft", "1", "share meeting the TTFT limit", "simulate"),
     _m("slo_attainment_tpot", "1", "share meeting the TPOT limit", "simulate"),
     _m("slo_attainment_e2e", "1", "share meeting the E2E limit", "simulate"),
+    _m("slo_attainment_ttfat", "1", "share meeting the TTFAT (time to first answer token) limit", "simulate"),
     _m("slo_undecided", "1", "requests still running whose SLO outcome is not known", "simulate"),
     _m("decode_batch_mean", "1", "mean sequences in a decode step (steady state)", "estimate", "SteadyState"),
     _m("kv_cache_tokens", "1", "KV tokens of a replica's pool as the engine sizes it", "estimate", KV_MEMORY),
@@ -423,22 +426,40 @@ def name_suffix(name: str) -> str:
 def key_name(path: str) -> str | None:
     """The glossary name of a flattened output key, or None for a configuration echo (:data:`CONFIG_ECHOES`).
 
-    ``points.ttft_mean_s`` (estimate), ``curve.*`` (max-load), ``ranked.*`` and ``inputs.*`` (plan),
-    ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names; ``pools.<pool>.<field>`` is ``field``; in a
-    container keyed by data (:data:`KEYED`, validate's groups) the leaf is the name.
+    ``points.ttft_mean_s`` (estimate, several simulate loads), ``curve.*`` (max-load), ``ranked.*`` and
+    ``inputs.*`` (plan), ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names
+    (nested ones too); ``pools.<pool>.<field>`` is ``field``; in a container keyed by data (:data:`KEYED`,
+    validate's groups) the leaf is the name.
     """
     if path.startswith(CONFIG_ECHOES):
         return None
-    for c in CONTAINERS:
-        if path.startswith(c):
-            path = path[len(c):]
-            break
+    path = _strip_container(path)
+    if path.startswith(CONFIG_ECHOES):
+        return None
     for prefix, name in KEYED.items():
         if path.startswith(prefix):
             return name or path.rsplit(".", 1)[-1]
     if path.startswith("pools.") and path.count(".") == 2:
         path = path.rsplit(".", 1)[1]
     return path
+
+
+def _strip_container(path: str) -> str:
+    """``path`` without its leading containers (:data:`CONTAINERS`): ``points.kv_memory.kv_cache_tokens`` is
+    ``kv_cache_tokens``."""
+    while (c := next((c for c in CONTAINERS if path.startswith(c)), None)) is not None:
+        path = path[len(c):]
+    return path
+
+
+def unit_of(key: str, command: str) -> str | None:
+    """The unit of the flattened output ``key`` of ``command`` (``"simulate"``, ``"hardware show"``): its
+    glossary entry's, or the listed unit of an echoed input field (:mod:`perfmodel.metrics_echoes`), in a
+    container or not; None if neither knows it."""
+    metric = lookup(key)
+    if metric is not None:
+        return metric.unit
+    return next((u for k in (key, _strip_container(key)) if (u := echo_unit(k, command)) is not None), None)
 
 
 def lookup(name: str) -> Metric | None:

@@ -33,6 +33,7 @@ from perfmodel.metrics_vocabulary import (
     key_name,
     lookup,
     name_suffix,
+    unit_of,
 )
 
 M = ["--model", "llama-3.1-8b", "--hardware", "h100-sxm"]
@@ -49,6 +50,8 @@ COMMANDS = {
     "estimate": ["estimate", *M, *L, "--engine", "vllm", "--concurrency", "1,8"],
     "estimate-rate": ["estimate", *M, *L, "--engine", "vllm", "--rate", "2"],
     "simulate": ["simulate", *M, *L, "--rate", "2", "--requests", "60", "--slo-tpot", "50ms", "--quiet"],
+    "simulate-closed": ["simulate", *M, *L, "--concurrency", "4,8", "--requests", "40", "--quiet"],
+    "simulate-reasoning": ["simulate", *M, "--workload", "workloads/reasoning.yaml", "--requests", "30", "--quiet"],
     "max-load": ["max-load", *M, *L, "--requests", "100", "--slo-ttft", "1s", "--max-simulations", "3",
                  "--quiet"],
     "sweep": ["sweep", *M, *L, "--batch", "1,8", "--quiet"],
@@ -137,7 +140,7 @@ def test_every_emitted_number_is_in_the_glossary_with_the_same_unit(emitted):
     for where, keys in emitted.items():
         command = _command(where.rsplit(" ", 1)[0])
         for key in sorted(keys):
-            if lookup(key) is not None or echo_unit(key, command) is not None:
+            if unit_of(key, command) is not None:
                 continue
             name = key_name(key) or key
             same = bases.get(name[: len(name) - len(name_suffix(name))])
