@@ -269,6 +269,8 @@ _ENTRIES: list[Metric] = [
     _m("decode_batch_mean", "1", "mean sequences in a decode step (steady state)", "estimate", "SteadyState"),
     _m("kv_cache_tokens", "1", "KV tokens of a replica's pool as the engine sizes it", "estimate", KV_MEMORY),
     _m("rank", "1", "position in the plan's ranking (1 = cheapest)", "plan"),
+    _m("min_devices", "1", "a candidate pruned by the frontier: the fewest devices it would need for the load "
+       "(more than the best plan found)", "plan"),
     # ---- how the engine splits one device's memory (perfmodel.engine.kv_memory)
     _m("device_bytes", "bytes", "memory of one device as the engine sees it (the driver's total)", KV_MEMORY),
     _m("memory_fraction", "1", "the engine's memory share: vLLM gpu_memory_utilization, SGLang "
@@ -316,7 +318,7 @@ FLAG_NAMED = frozenset({"rate"})
 CONFIG_ECHOES = tuple(e.prefix for e in ECHOES if e.prefix)
 
 #: Containers whose items are records of the glossary's names.
-CONTAINERS = ("points.", "curve.", "ranked.", "inputs.", "kv_memory.", "open_loop.")
+CONTAINERS = ("points.", "curve.", "ranked.", "pruned.", "rejected.", "inputs.", "kv_memory.", "open_loop.")
 
 #: Containers keyed by data (a group's value, a metric, a reason) whose leaves are glossary names: validate's
 #: ``by.<group>.<value>.[tpot|ttft.]<statistic>`` and ``tpot.<statistic>``; ``skipped_reasons.<reason>`` and
@@ -427,7 +429,7 @@ def key_name(path: str) -> str | None:
     """The glossary name of a flattened output key, or None for a configuration echo (:data:`CONFIG_ECHOES`).
 
     ``points.ttft_mean_s`` (estimate, several simulate loads), ``curve.*`` (max-load), ``ranked.*`` and
-    ``inputs.*`` (plan), ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names
+    ``inputs.*``, ``pruned.*``, ``rejected.*`` (plan), ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names
     (nested ones too); ``pools.<pool>.<field>`` is ``field``; in a container keyed by data (:data:`KEYED`,
     validate's groups) the leaf is the name.
     """

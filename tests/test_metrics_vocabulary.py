@@ -57,6 +57,8 @@ COMMANDS = {
     "sweep": ["sweep", *M, *L, "--batch", "1,8", "--quiet"],
     "plan": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "60", "--price",
              "h100-sxm=2.5/h", "--quiet"],
+    "plan-disaggregated": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "40",
+                           "--disaggregated", "--quiet"],
     "validate": ["validate", "--data", "tests/data/serving_tiny.csv", "--quiet"],
     "validate-open": ["validate", "--data", "tests/data/vllm_open_tiny.json", "--hardware", "h100-sxm", "--engine",
                       "vllm", "--tp", "1", "--quiet"],
