@@ -93,6 +93,17 @@ ECHOES: tuple[Echo, ...] = (
          ("hardware show",)),
     Echo("", "a system's accelerator count and scale-up domain, as its spec file names them (docs/spec-formats.md)",
          {"count": "1", "scale_up_domain": "1"}, ("hardware list",)),
+    Echo("", "a vendor claim's metric values (in the unit of the metric its `metric` key names; a ratio claim's "
+         "`claimed` is a ratio), its operating point's batch limit and the unknowns' values (in the unit its "
+         "`unit` key gives; docs/planning.md, vendor-claim checks); CSV `value`: the metric in operating_point "
+         "rows, the unknown's value in sensitivity rows",
+         {"claimed": "claim's metric (ratio claims: 1)", "baseline.value": "claim's metric",
+          "candidate.value": "claim's metric", "interactivity.baseline": "claim's metric",
+          "interactivity.candidate": "claim's metric", "baseline": "claim's metric", "candidate": "claim's metric",
+          "operating_point.max_batch": "1", "value": "claim's metric or the unknown's unit",
+          "sensitivity.value": "the unknown's unit", "assumptions_needed.ratio_range": "1", "ratio_range": "1",
+          **{f"{p}{f}": "the unknown's unit" for p in ("", "assumptions_needed.")
+             for f in ("nominal", "value_needed", "values_meeting_claim")}}, ("claim",)),
     Echo("", "model shape as perfmodel's model spec names it (perfmodel/modelspec/schema.py, read from "
          "config.json); parameter counts by part",
          {"num_layers": "1", "hidden_size": "1", "vocab_size": "1", "num_attention_heads": "1", "num_kv_heads": "1",

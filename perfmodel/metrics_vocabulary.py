@@ -295,6 +295,16 @@ _ENTRIES: list[Metric] = [
        "percent", "validate"),
     _m("bias_pct", "%", "median over rows of (predicted - measured) / measured, in percent (> 0: over-predicts)",
        "validate"),
+    # ---- vendor claims (the claim's own metric values: perfmodel.metrics_echoes)
+    _m("max_per_user_tokens_per_s", "tokens/s", "highest per-user speed a claim's system reaches (batch 1)",
+       "claim"),
+    _m("per_user_floor_tokens_per_s", "tokens/s", "per-user speed a point must reach to count (the claim's "
+       "ratio against that floor)", "claim"),
+    _m("predicted_ratio", "1", "candidate's metric / baseline's at the claim's operating point", "claim"),
+    _m("ratio", "1", "candidate's metric / baseline's (sensitivity: with the unknown at its value; against "
+       "a per-user floor)", "claim"),
+    _m("baseline_batch", "1", "the baseline's batch at the per-user floor", "claim"),
+    _m("candidate_batch", "1", "the candidate's batch at the per-user floor", "claim"),
     # ---- hardware and models (catalogue listings; the spec's own fields: perfmodel.metrics_echoes)
     _m("memory_bandwidth_bytes_per_s", "bytes/s", "bandwidth of the device's main memory tier", HW_LIST),
     *(_m(f"{f}_flops_per_s", "FLOP/s", f"dense {f} peak of one device", HW_LIST) for f in ("bf16", "fp8", "fp4")),
@@ -318,7 +328,8 @@ FLAG_NAMED = frozenset({"rate"})
 CONFIG_ECHOES = tuple(e.prefix for e in ECHOES if e.prefix)
 
 #: Containers whose items are records of the glossary's names.
-CONTAINERS = ("points.", "curve.", "ranked.", "pruned.", "rejected.", "inputs.", "kv_memory.", "open_loop.")
+CONTAINERS = ("points.", "curve.", "ranked.", "pruned.", "rejected.", "inputs.", "kv_memory.", "open_loop.",
+              "operating_point.", "baseline.", "candidate.", "interactivity.", "sensitivity.")
 
 #: Containers keyed by data (a group's value, a metric, a reason) whose leaves are glossary names: validate's
 #: ``by.<group>.<value>.[tpot|ttft.]<statistic>`` and ``tpot.<statistic>``; ``skipped_reasons.<reason>`` and
@@ -429,7 +440,7 @@ def key_name(path: str) -> str | None:
     """The glossary name of a flattened output key, or None for a configuration echo (:data:`CONFIG_ECHOES`).
 
     ``points.ttft_mean_s`` (estimate, several simulate loads), ``curve.*`` (max-load), ``ranked.*`` and
-    ``inputs.*``, ``pruned.*``, ``rejected.*`` (plan), ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names
+    ``inputs.*``, ``pruned.*``, ``rejected.*`` (plan), ``baseline.*``... (claim), ``kv_memory.*`` (simulate), ``open_loop.*`` (validate) are records of glossary names
     (nested ones too); ``pools.<pool>.<field>`` is ``field``; in a container keyed by data (:data:`KEYED`,
     validate's groups) the leaf is the name.
     """

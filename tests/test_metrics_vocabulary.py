@@ -1,7 +1,7 @@
 """One name per quantity: every number the commands emit is in the glossary with its unit suffix.
 
 Runs predict (kernel model and a GPU/LPU deployment), estimate (closed and open loop), simulate,
-max-load, sweep, plan, validate, hardware list/show and models list/show on small cases with
+max-load, sweep, plan, claim, validate, hardware list/show and models list/show on small cases with
 ``--format json`` and ``--format csv`` and checks each numeric key, nested ones included, against
 :data:`perfmodel.metrics_vocabulary.GLOSSARY` or, for an input echoed under its format's own names (the
 engine profile, the workload, a hardware spec...), against the fields and units listed in
@@ -59,6 +59,7 @@ COMMANDS = {
              "h100-sxm=2.5/h", "--quiet"],
     "plan-disaggregated": ["plan", *M, "--tp", "1", *L, "--rate", "1", "--slo-tpot", "50ms", "--requests", "40",
                            "--disaggregated", "--quiet"],
+    "claim": ["claim", "nvidia-gb200-vs-h200-15x-per-gpu", "--points", "2"],
     "validate": ["validate", "--data", "tests/data/serving_tiny.csv", "--quiet"],
     "validate-open": ["validate", "--data", "tests/data/vllm_open_tiny.json", "--hardware", "h100-sxm", "--engine",
                       "vllm", "--tp", "1", "--quiet"],
