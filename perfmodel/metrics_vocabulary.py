@@ -183,7 +183,8 @@ _ENTRIES: list[Metric] = [
        "predict --engine"),
     _m("memory_capacity_bytes", "bytes", "memory of one device", "Prediction", "predict --deployment", HW_LIST),
     _m("max_batch_at_context", "1", "largest batch whose KV cache fits at isl + osl tokens", *PREDICT),
-    _m("speedup", "1", "tpot_s at the fewest devices / tpot_s here", "scaling_curve"),
+    _m("speedup", "1", "tpot_s at the fewest devices / tpot_s here (claim: the claim file's input of that name, "
+       "a multiplier of a system's tokens per decode step, default 1)", "scaling_curve", "claim"),
     _m("ideal_speedup", "1", "devices here / the fewest devices", "scaling_curve"),
     _m("scaling_efficiency", "1", "speedup / ideal_speedup", "scaling_curve"),
     _m("comm_share", "1", "comm_s_per_token / tpot_s", "scaling_curve"),
