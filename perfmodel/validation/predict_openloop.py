@@ -17,7 +17,12 @@ where the cap does not bind (the simulation never exceeds it).
 
 Each replication sends as many requests as the run completed (:data:`DEFAULT_REQUESTS` when the file
 does not say, at most :data:`MAX_REQUESTS`) and averages TTFT and TPOT over every completed request,
-as the tools do (no warm-up cut: a run that starts empty is averaged from its start). Replications
+as the tools do (no warm-up cut: a run that starts empty is averaged from its start). A run that
+completed more requests than are simulated (an MLPerf Server run sends 10^4 to 10^5) is nearly all
+steady state, while a simulation of :data:`MAX_REQUESTS` that starts empty and stops sending is largely
+its fill transient (the batch still growing: TPOT too low) and drain (the batch shrinking); its means
+are then taken over the requests whose arrival falls in :data:`STEADY_STATE_WINDOW` (shares of the
+simulated arrivals, in arrival order). Replications
 with seeds 0, 1, ... are added until the 95 % confidence half-width of the mean over replications
 (Student t) is within :data:`TARGET_HALF_WIDTH` of the mean for both TTFT and TPOT, or
 :data:`MAX_REPLICATIONS` are done; the half-widths reached are reported per row
@@ -41,8 +46,11 @@ from .stepmodels import CONFIG_COLUMNS, StepModelCache, pool_keys
 
 #: Requests per replication when the file does not record how many the run completed.
 DEFAULT_REQUESTS = 1000
-#: Most requests simulated per replication (a longer run's mean is taken over its first ones).
-MAX_REQUESTS = 4000
+#: Most requests simulated per replication (a longer run's mean is taken over the middle of them).
+MAX_REQUESTS = 16000
+#: Arrivals (first and last share, in arrival order) whose requests the means are taken over when the run
+#: completed more requests than are simulated: the fill and drain transients left out (module docstring).
+STEADY_STATE_WINDOW = (0.25, 0.75)
 #: Confidence level of the reported half-widths.
 CONFIDENCE = 0.95
 #: Relative half-width of the mean (TTFT and TPOT) at which replications stop.
@@ -116,7 +124,9 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
     replicas : int
         Replicas behind the least-loaded router.
     requests : int, optional
-        Requests per replication (default :data:`DEFAULT_REQUESTS`, at most :data:`MAX_REQUESTS`).
+        Requests the run completed: as many are simulated per replication (default
+        :data:`DEFAULT_REQUESTS`, at most :data:`MAX_REQUESTS`; beyond that the means are taken over the
+        arrivals in :data:`STEADY_STATE_WINDOW`).
     timer_cache : dict, optional
         Step tables reused between calls (:func:`perfmodel.serving.simulate`).
     prefix_hit_rate : float
@@ -126,13 +136,15 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
     from ..serving.workload import Workload
 
     n = int(min(requests or DEFAULT_REQUESTS, MAX_REQUESTS))
+    lo, hi = (int(f * n) for f in STEADY_STATE_WINDOW) if requests and requests > n else (0, n)
+    window = (np.arange(n) >= lo) & (np.arange(n) < hi)   # requests are indexed in arrival order
     workload = Workload.fixed(int(isl), int(osl), rate=float(rate), cv=float(cv), prefix_hit_rate=prefix_hit_rate)
     ttft, tpot, rates, thr, peak = [], [], [], [], 0
     cache = {} if timer_cache is None else timer_cache
     for seed in range(MAX_REPLICATIONS):
         res = simulate(step_model, workload, engine=engine, replicas=int(replicas), requests=n, seed=seed,
                        timer_cache=cache)
-        done = res.completed
+        done = res.completed & window
         ttft.append(float(np.mean(res.ttft_s[done])) if done.any() else np.nan)
         tpot.append(float(np.nanmean(res.tpot_s[done])) if done.any() and osl > 1 else np.nan)
         span = float(res.arrival_s.max() - res.arrival_s.min())
