@@ -1,13 +1,14 @@
 """Open-loop runs (requests at a fixed rate): importers per tool, scoring by simulation, its own group.
 
-No open-loop measurement ships with the project, so the files here are synthetic; their field names
-and structure follow each tool's result writer (see ``perfmodel/validation/openloop_import.py`` for the
-sources and versions): vLLM ``vllm/benchmarks/serve.py`` ``result_json`` (``request_rate``,
-``burstiness``, ``max_concurrency``, ``completed``); AIPerf ``profile_export_aiperf.json``
-(``input_config.loadgen.request_rate`` / ``request_rate_mode``, metric blocks); GuideLLM v0.7.3
-``benchmarks.json`` (``benchmarks[i].config.strategy``, ``metrics.<name>.successful.mean``);
-inference-perf v0.6.1 ``stage_N_lifecycle_metrics.json`` (``load_summary.requested_rate``,
-``successes.latency.*`` in seconds) with its ``config.yaml`` (``load.type``) beside it.
+The files here are synthetic (the shipped MLPerf runs are checked in
+``test_validation_openloop_mlperf.py``); their field names and structure follow each tool's result
+writer (see ``perfmodel/validation/openloop_import.py`` for the sources and versions): vLLM
+``vllm/benchmarks/serve.py`` ``result_json`` (``request_rate``, ``burstiness``, ``max_concurrency``,
+``completed``); AIPerf ``profile_export_aiperf.json`` (``input_config.loadgen.request_rate`` /
+``request_rate_mode``, metric blocks); GuideLLM v0.7.3 ``benchmarks.json``
+(``benchmarks[i].config.strategy``, ``metrics.<name>.successful.mean``); inference-perf v0.6.1
+``stage_N_lifecycle_metrics.json`` (``load_summary.requested_rate``, ``successes.latency.*`` in seconds)
+with its ``config.yaml`` (``load.type``) beside it.
 """
 
 from __future__ import annotations
