@@ -35,6 +35,8 @@ READ = {
     "mlperf41_nvidia_h200x8_llama2-70b-99_server": (101.25, 100.35, 29228.22, 198269106, 123263268),
     "mlperf41_amd_mi300xx1_llama2-70b-99.9_server": (8.62, 8.59, 2520.27, 401873796, 153377770),
     "mlperf41_amd_mi300xx8_llama2-70b-99_server": (73.66, 71.74, 21028.23, 1006329670, 143097185),
+    "mlperf51_nvidia_b200x8_llama2-70b-99_interactive": (220.11, 218.82, 59545.45, 69025796, 34209789),
+    "mlperf51_amd_mi300xx8_llama2-70b-99_interactive": (29.62, 29.41, 8840.42, 201330486, 32102490),
 }
 #: OpenOrca set used by every llama2-70b run: 24,576 samples, 5,463,976 prompt tokens in all.
 OPENORCA_SAMPLES, OPENORCA_PROMPT_TOKENS = 24576, 5463976
@@ -71,16 +73,19 @@ def test_hand_read_summary_values(run):
 def test_derived_columns_follow_their_stated_rules():
     """ISL is the OpenOrca mean; every run is Poisson at a scheduled rate within 3 % of its target;
     request counts are whole multiples of the set that cover rate x minimum duration."""
-    assert (MLPERF["isl"] == round(OPENORCA_PROMPT_TOKENS / OPENORCA_SAMPLES)).all() and MLPERF["isl"].iloc[0] == 222
+    assert (MLPERF["isl"] == round(OPENORCA_PROMPT_TOKENS / OPENORCA_SAMPLES)).all()
+    assert MLPERF["isl"].iloc[0] == 222
     assert (MLPERF["arrival_process"] == "poisson").all()
     assert np.allclose(MLPERF["request_rate_rps"], MLPERF["target_qps"], rtol=0.03)
     assert (MLPERF["requests"] % OPENORCA_SAMPLES == 0).all()
     assert (MLPERF["requests"] >= MLPERF["target_qps"] * MLPERF["min_duration_s"]).all()
     assert (MLPERF["requests"] > po.MAX_REQUESTS).all()   # all scored on the steady state
     read = MLPERF[MLPERF["requests_basis"] == "read"]
-    assert len(read) == 3 and set(read["requests"]) == {24576, 245760, 49152}
-    assert read["detail_path"].str.endswith("mlperf_log_detail.txt").all()
-    assert (MLPERF["summary_path"].str.endswith("Server/performance/run_1/mlperf_log_summary.txt")).all()
+    assert len(read) == 9 and read["detail_path"].str.endswith("mlperf_log_detail.txt").all()
+    for scenario in ("Server", "Interactive"):
+        rows = MLPERF[MLPERF["scenario"] == scenario]
+        assert rows["summary_path"].str.endswith(f"{scenario}/performance/run_1/mlperf_log_summary.txt").all()
+    assert (MLPERF["scenario"] == "Interactive").sum() == 3
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +102,8 @@ def _means_by_hand(sm, engine, rate, n, window, seeds):
 
     ttft, tpot = [], []
     for seed in range(seeds):
-        res = simulate(sm, Workload.fixed(1024, 128, rate=rate, cv=1.0), engine=engine, replicas=1, requests=n,
-                       seed=seed, timer_cache={})
+        res = simulate(sm, Workload.fixed(1024, 128, rate=rate, cv=1.0), engine=engine, replicas=1,
+                       requests=n, seed=seed, timer_cache={})
         keep = res.completed & (np.arange(res.n) >= window[0]) & (np.arange(res.n) < window[1])
         ttft.append(np.mean(res.ttft_s[keep]))
         tpot.append(np.nanmean(res.tpot_s[keep]))
@@ -106,32 +111,58 @@ def _means_by_hand(sm, engine, rate, n, window, seeds):
 
 
 def test_a_run_longer_than_the_simulation_is_scored_on_its_steady_state(monkeypatch, replica):
-    """With 200 requests simulated for a run of 10^5, the means are those of the arrivals in
-    STEADY_STATE_WINDOW (requests 50 to 149, by hand from the same seeded simulations); a run of 200 is
-    averaged whole. At 20 req/s (capacity ~24) the batch grows over the first arrivals and shrinks over
-    the last, so the whole-run TPOT is the lower."""
+    """A run of 10^5 requests with MAX_REQUESTS = 200 (lengthened up to 800): the means are those of the
+    arrivals in STEADY_STATE_WINDOW of a simulation as long as steady_length chose, by hand from the same
+    seeded simulations; a run of 200 is averaged whole. At 20 req/s (capacity ~24) the batch grows over
+    the first arrivals and shrinks over the last, so the whole-run TPOT is the lower."""
     monkeypatch.setattr(po, "MAX_REQUESTS", 200)
+    monkeypatch.setattr(po, "MAX_STEADY_REQUESTS", 800)
     sm, engine = replica
     rate = 20.0
     long = po.simulate_row(sm, engine, 1024, 128, rate, 1.0, requests=10**5)
     whole = po.simulate_row(sm, engine, 1024, 128, rate, 1.0, requests=200)
-    assert long.requests == whole.requests == 200 and po.STEADY_STATE_WINDOW == (0.25, 0.75)
-    assert (long.ttft_s, long.tpot_s) == pytest.approx(_means_by_hand(sm, engine, rate, 200, (50, 150),
-                                                                      long.replications), rel=1e-9)
+    n = long.requests
+    assert n in (200, 400, 800) and whole.requests == 200 and po.STEADY_STATE_WINDOW == (0.25, 0.75)
+    by_hand = _means_by_hand(sm, engine, rate, n, (n // 4, 3 * n // 4), long.replications)
+    assert (long.ttft_s, long.tpot_s) == pytest.approx(by_hand, rel=1e-9)
     assert (whole.ttft_s, whole.tpot_s) == pytest.approx(_means_by_hand(sm, engine, rate, 200, (0, 200),
                                                                         whole.replications), rel=1e-9)
     assert whole.tpot_s < long.tpot_s
 
 
+def test_steady_length_doubles_until_the_window_opens_after_the_fill(replica):
+    """By hand: the length chosen is the first of n, 2n, 4n ... (capped) whose seed-0 simulation opens
+    its window at least FILL_LATENCIES mean latencies after the first arrival; shorter ones do not."""
+    from perfmodel.serving import simulate
+    from perfmodel.serving.workload import Workload
+
+    sm, engine = replica
+    wl = Workload.fixed(1024, 128, rate=20.0, cv=1.0)
+
+    def opens_after_fill(n):
+        res = simulate(sm, wl, engine=engine, replicas=1, requests=n, seed=0, timer_cache={})
+        w = np.mean(res.finish_s[res.completed] - res.arrival_s[res.completed])
+        return res.arrival_s[n // 4] - res.arrival_s[0] >= po.FILL_LATENCIES * w
+
+    chosen = po.steady_length(sm, wl, engine, 1, 50, 10**5, {})
+    assert chosen in (50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, po.MAX_STEADY_REQUESTS)
+    assert all(not opens_after_fill(k) for k in (50, 100, 200, 400, 800) if k < chosen)
+    assert chosen == po.MAX_STEADY_REQUESTS or opens_after_fill(chosen)
+    assert po.steady_length(sm, wl, engine, 1, 50, 60, {}) <= 60     # never longer than the run
+
+
 @pytest.mark.slow
-def test_validate_scores_every_shipped_mlperf_row(tmp_path):
-    """``perfmodel validate`` on the shipped file: all rows simulated, none skipped, each with the
-    steady-state request count and its confidence half-widths."""
+def test_validate_scores_shipped_mlperf_rows(tmp_path):
+    """``perfmodel validate`` on two shipped rows (the whole file takes minutes: ``docs/validation.md``
+    reports it): both simulated, none skipped, each at least MAX_REQUESTS long (steady state)."""
     from perfmodel.validation.run import validate_file
 
-    run = validate_file(shipped_path("open-loop-mlperf"))
+    path = tmp_path / "two.csv"
+    rows = pd.read_csv(shipped_path("open-loop-mlperf")).query("scenario == 'Interactive'").head(2)
+    rows.to_csv(path, index=False)
+    run = validate_file(path)
     o = run.summary["open_loop"]
-    assert (o["rows"], o["predicted"], o["skipped"]) == (len(MLPERF), len(MLPERF), 0)
-    assert (run.open_loop["simulated_requests"] == po.MAX_REQUESTS).all()
+    assert (o["rows"], o["predicted"], o["skipped"]) == (2, 2, 0)
+    assert (run.open_loop["simulated_requests"] >= po.MAX_REQUESTS).all()
     assert run.open_loop[["predicted_ttft_s", "predicted_tpot_s"]].gt(0).all().all()
     assert Path(shipped_path("open-loop-mlperf")).stat().st_size < 1_000_000

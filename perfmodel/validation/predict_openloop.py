@@ -22,7 +22,11 @@ completed more requests than are simulated (an MLPerf Server run sends 10^4 to 1
 steady state, while a simulation of :data:`MAX_REQUESTS` that starts empty and stops sending is largely
 its fill transient (the batch still growing: TPOT too low) and drain (the batch shrinking); its means
 are then taken over the requests whose arrival falls in :data:`STEADY_STATE_WINDOW` (shares of the
-simulated arrivals, in arrival order). Replications
+simulated arrivals, in arrival order), and the simulation is lengthened (doubled, up to
+:data:`MAX_STEADY_REQUESTS` and the run's own count) until that window opens :data:`FILL_LATENCIES`
+mean latencies W after the start: with service times near W an open system started empty holds its
+steady population one W after the start. A deployment the model cannot keep up with never gets there
+(its queue, and TTFT, grow with the length simulated): it is simulated at the cap. Replications
 with seeds 0, 1, ... are added until the 95 % confidence half-width of the mean over replications
 (Student t) is within :data:`TARGET_HALF_WIDTH` of the mean for both TTFT and TPOT, or
 :data:`MAX_REPLICATIONS` are done; the half-widths reached are reported per row
@@ -51,6 +55,10 @@ MAX_REQUESTS = 16000
 #: Arrivals (first and last share, in arrival order) whose requests the means are taken over when the run
 #: completed more requests than are simulated: the fill and drain transients left out (module docstring).
 STEADY_STATE_WINDOW = (0.25, 0.75)
+#: Most requests a long run's simulation is lengthened to (see :data:`FILL_LATENCIES`).
+MAX_STEADY_REQUESTS = 64000
+#: Mean latencies after the start at which the steady-state window must open (module docstring).
+FILL_LATENCIES = 1.5
 #: Confidence level of the reported half-widths.
 CONFIDENCE = 0.95
 #: Relative half-width of the mean (TTFT and TPOT) at which replications stop.
@@ -126,7 +134,7 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
     requests : int, optional
         Requests the run completed: as many are simulated per replication (default
         :data:`DEFAULT_REQUESTS`, at most :data:`MAX_REQUESTS`; beyond that the means are taken over the
-        arrivals in :data:`STEADY_STATE_WINDOW`).
+        arrivals in :data:`STEADY_STATE_WINDOW` of a simulation lengthened by :func:`steady_length`).
     timer_cache : dict, optional
         Step tables reused between calls (:func:`perfmodel.serving.simulate`).
     prefix_hit_rate : float
@@ -136,11 +144,14 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
     from ..serving.workload import Workload
 
     n = int(min(requests or DEFAULT_REQUESTS, MAX_REQUESTS))
-    lo, hi = (int(f * n) for f in STEADY_STATE_WINDOW) if requests and requests > n else (0, n)
-    window = (np.arange(n) >= lo) & (np.arange(n) < hi)   # requests are indexed in arrival order
     workload = Workload.fixed(int(isl), int(osl), rate=float(rate), cv=float(cv), prefix_hit_rate=prefix_hit_rate)
-    ttft, tpot, rates, thr, peak = [], [], [], [], 0
     cache = {} if timer_cache is None else timer_cache
+    steady = bool(requests) and requests > n
+    if steady:
+        n = steady_length(step_model, workload, engine, int(replicas), n, int(requests), cache)
+    lo, hi = (int(f * n) for f in STEADY_STATE_WINDOW) if steady else (0, n)
+    window = (np.arange(n) >= lo) & (np.arange(n) < hi)   # requests are indexed in arrival order
+    ttft, tpot, rates, thr, peak = [], [], [], [], 0
     for seed in range(MAX_REPLICATIONS):
         res = simulate(step_model, workload, engine=engine, replicas=int(replicas), requests=n, seed=seed,
                        timer_cache=cache)
@@ -156,6 +167,31 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
             break
     return OpenLoopPrediction(float(np.mean(ttft)), float(np.mean(tpot)), ci[0], ci[1], len(ttft), n,
                               float(np.nanmean(rates)), float(np.mean(thr)), peak)
+
+
+def steady_length(step_model, workload, engine, replicas: int, n: int, requests: int, cache: dict) -> int:
+    r"""Requests to simulate for a run of ``requests`` (more than ``n``) so that its steady-state window
+    opens after the fill transient: ``n`` doubled until, in the seed-0 simulation, the first arrival of
+    :data:`STEADY_STATE_WINDOW` comes at least :data:`FILL_LATENCIES` mean latencies after the first,
+
+    .. math:: t_{\mathrm{lo}} - t_0 \ge k\,\overline{W},\qquad
+              \overline{W} = \mathrm{mean}(t_{\mathrm{finish}} - t_{\mathrm{arrival}}),
+
+    at most ``min(requests, MAX_STEADY_REQUESTS)``.
+    """
+    from ..serving import simulate
+
+    cap = int(min(requests, MAX_STEADY_REQUESTS))
+    while n < cap:
+        res = simulate(step_model, workload, engine=engine, replicas=replicas, requests=n, seed=0,
+                       timer_cache=cache)
+        done = res.completed
+        mean_latency = float(np.mean(res.finish_s[done] - res.arrival_s[done])) if done.any() else np.inf
+        opens = float(res.arrival_s[int(STEADY_STATE_WINDOW[0] * n)] - res.arrival_s[0])
+        if opens >= FILL_LATENCIES * mean_latency:
+            break
+        n = min(2 * n, cap)
+    return n
 
 
 def _why_not(r: pd.Series, engines: dict) -> str:
