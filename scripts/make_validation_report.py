@@ -615,7 +615,8 @@ as its two pools with the closed-loop path's KV transfer time), with the recorde
 total rate over its replicas and as many requests as the run completed
 (1000 when the file does not say, at most 16000), averaged over every completed request as the tools
 do; a run longer than that is averaged over the middle half of the simulated arrivals (its steady
-state: the simulation's fill and drain left out). Seeded replications are added until the 95 %
+state: the simulation's fill and drain left out), the simulation lengthened (doubled, at most 64000
+requests) until that window opens 1.5 mean latencies after its start. Seeded replications are added until the 95 %
 confidence half-width of the mean TTFT and TPOT is within 5 % (3 to 8 replications; the half-widths
 reached are columns of `--out`). The errors form their own group (`open_loop` in `--format json`, its
 own table otherwise), never part of the figures
