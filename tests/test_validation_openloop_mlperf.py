@@ -86,6 +86,7 @@ def test_derived_columns_follow_their_stated_rules():
         rows = MLPERF[MLPERF["scenario"] == scenario]
         assert rows["summary_path"].str.endswith(f"{scenario}/performance/run_1/mlperf_log_summary.txt").all()
     assert (MLPERF["scenario"] == "Interactive").sum() == 3
+    assert MLPERF.loc[read.index, "test_datetime"].str.match(r"20(24|25)-\d\d-\d\dT").all()
 
 
 @pytest.fixture(scope="module")
