@@ -81,7 +81,7 @@ def test_derived_columns_follow_their_stated_rules():
     assert (MLPERF["requests"] >= MLPERF["target_qps"] * MLPERF["min_duration_s"]).all()
     assert (MLPERF["requests"] > po.MAX_REQUESTS).all()   # all scored on the steady state
     read = MLPERF[MLPERF["requests_basis"] == "read"]
-    assert len(read) == 9 and read["detail_path"].str.endswith("mlperf_log_detail.txt").all()
+    assert len(read) == 11 and read["detail_path"].str.endswith("mlperf_log_detail.txt").all()
     for scenario in ("Server", "Interactive"):
         rows = MLPERF[MLPERF["scenario"] == scenario]
         assert rows["summary_path"].str.endswith(f"{scenario}/performance/run_1/mlperf_log_summary.txt").all()
