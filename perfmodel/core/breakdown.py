@@ -162,10 +162,10 @@ class _Stack:
     values are the loops' bit for bit.
     """
 
-    def __init__(self, ops: list, parts: np.ndarray, serial: list[int],
+    def __init__(self, parts: np.ndarray, serial: list[tuple[int, np.ndarray]],
                  slots: tuple[np.ndarray, np.ndarray, int, int], weights: np.ndarray,
                  smooth: tuple[np.ndarray, np.ndarray] | None) -> None:
-        self.ops, self.parts, self.serial, self.slots = ops, parts, serial, slots
+        self.parts, self.serial, self.slots = parts, serial, slots  # serial: (op index, its serial part)
         self.weights, self.smooth = weights, smooth  # smooth: (rows, their exponents) of finite overlap
         self.weighted_totals: np.ndarray | None = None  # weight x total of each op, once summed
 
@@ -188,15 +188,10 @@ class _Stack:
                 return None
             rows += (compute, memory, overhead)
             if not (type(p.serial) is float and p.serial == 0.0):
-                serial.append(j)
-        key = tuple((c, w, p.overlap) for c, p, w in ops)
-        try:
-            layout = _layout(key, len(shape))
-        except TypeError:  # a weight that is not a number (unhashable): formed for this breakdown alone
-            layout = _layout.__wrapped__(key, len(shape))
+                serial.append((j, p.serial))
         # one copy into (ops, part, points): concatenating the 1-d rows is the cheaper way for a few points
         parts = (np.concatenate(rows) if shape else np.array(rows)).reshape((len(ops), 3) + shape)
-        return cls(ops, parts, serial, *layout)
+        return cls(parts, serial, *stack_layout(tuple((c, w, p.overlap) for c, p, w in ops), len(shape)))
 
     def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """Σ over op classes of each class's weighted sum of compute parts, and of memory parts [s]:
@@ -217,8 +212,8 @@ class _Stack:
         if self.smooth is not None:
             smooth, exponents = self.smooth
             totals[smooth] = smooth_max(compute[smooth], memory[smooth], exponents)
-        for j in self.serial:
-            totals[j] += self.ops[j][1].serial
+        for j, serial in self.serial:
+            totals[j] += serial
         totals += self.parts[:, 2]
         totals *= self.weights
         self.weighted_totals = totals
@@ -227,6 +222,15 @@ class _Stack:
 
 #: Most points per op for which :class:`StepBreakdown` sums the ops as matrices.
 MAX_POINTS = 64
+
+
+def stack_layout(ops: tuple[tuple[str, float, float], ...], ndim: int) -> tuple:
+    """:func:`_layout` of ops of these (class, weight, overlap), formed once per sequence where the weights
+    are numbers (hashable), else for this call alone."""
+    try:
+        return _layout(ops, ndim)
+    except TypeError:  # a weight that is not a number (unhashable): formed for this breakdown alone
+        return _layout.__wrapped__(ops, ndim)
 
 
 @functools.lru_cache(maxsize=256)

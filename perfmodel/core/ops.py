@@ -312,20 +312,33 @@ def attention_projection_ops(model: ModelSpec, par: Parallel, prec: Precision, s
     # the projections over all tokens: the queries, the KV latent and (last) the output
     *ops, o_proj = _gemms(t_a, *q_specs, ("kv_a_proj", "attention_proj", dims.kv_width, h, wb, ab),
                           ("o_proj", "attention_proj", h, nq * mla.v_head_dim, wb, ab))
-    # decode: absorbed form, W_UK and W_UV applied per head to the query and the output
-    dec_t = _per_rank(s.n_decode, a)
-    absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
-    present = (dec_t > 0).astype(float)
-    ops.append(Op("kv_b_absorbed", "attention_proj", "gemm", 2.0 * dec_t * nq * absorb_n,
-                  present * nq * absorb_n * wb + dec_t * nq * (mla.qk_nope_head_dim + mla.v_head_dim
-                                                                + 2 * mla.kv_lora_rank) * ab,
-                  m=np.maximum(dec_t, 1.0), kernels=2.0 * present, weight_bytes=present * nq * absorb_n * wb))
+    ops.append(kv_b_absorbed_op(model, par, prec, s))
     # prefill: up-project the latent of every new and past token of the chunk
     up_tokens = _per_rank(s.n_prefill, a) * (s.chunk + s.past)
     ops.append(_gemm("kv_b_proj", "attention_proj", up_tokens,
                      nq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, wb, ab))
     ops.append(o_proj)
     return ops
+
+
+def kv_b_absorbed_op(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> Op:
+    r"""MLA decode in the absorbed form: W_UK and W_UV applied per head to the query and the output.
+
+    .. math:: F = 2 b H n_a, \qquad D = [b > 0]\,H n_a b_w + b H (d_{nope} + d_v + 2 r) b_a
+
+    with b decoding sequences on the attention rank, H local heads, r the KV latent rank and
+    :math:`n_a = d_{nope} r + r d_v` (two launches).
+    """
+    mla = model.mla
+    assert mla is not None
+    nq, wb, ab = attention_dims(model, par.tp).heads, prec.weights.bytes, prec.act_bytes
+    dec_t = _per_rank(s.n_decode, par.dp_attention)
+    absorb_n = mla.qk_nope_head_dim * mla.kv_lora_rank + mla.kv_lora_rank * mla.v_head_dim
+    present = (dec_t > 0).astype(float)
+    return Op("kv_b_absorbed", "attention_proj", "gemm", 2.0 * dec_t * nq * absorb_n,
+              present * nq * absorb_n * wb + dec_t * nq * (mla.qk_nope_head_dim + mla.v_head_dim
+                                                            + 2 * mla.kv_lora_rank) * ab,
+              m=np.maximum(dec_t, 1.0), kernels=2.0 * present, weight_bytes=present * nq * absorb_n * wb)
 
 
 def indexer_decode_op(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape) -> Op:
@@ -451,6 +464,28 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     assert moe is not None
     t_a = _per_rank(t, par.dp_attention)
     ops.append(_gemm("router", "moe", t_a, moe.num_experts, h, 2.0, ab))
+    ops.append(experts_op(model, par, prec, s, expert_imbalance))
+    if moe.shared_intermediate_size:
+        s_inter = moe.shared_intermediate_size / g
+        ops += _gemms(t, ("shared_up", "moe", (mats - 1) * s_inter, h, wb, ab),
+                      ("shared_down", "moe", h, s_inter, wb, ab))
+    return ops
+
+
+def experts_op(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape,
+               expert_imbalance: float = 1.0) -> Op:
+    r"""Routed experts of one MoE layer on the busiest EP rank (a fused MoE block).
+
+    .. math:: F = 2 R\,m H I, \qquad D = [T > 0]\,(E_{hit} m H I b_w + R (2H + m I) b_a)
+
+    with T the step's tokens, R = T k / EP × imbalance the routed pairs on the rank, E_hit the local
+    experts hit (:func:`expected_experts_hit` / EP), m weight matrices per expert and I the expert
+    intermediate size per MoE-TP rank.
+    """
+    moe = model.moe
+    assert moe is not None
+    h, wb, ab, mats = model.hidden_size, prec.weights.bytes, prec.act_bytes, model.ffn_matrices
+    t = s.tokens
     e_hit = expected_experts_hit(moe.num_experts, moe.top_k, t)
     inter = moe.expert_intermediate_size / par.moe_tp_eff
     w_expert = mats * h * inter * wb
@@ -458,16 +493,11 @@ def ffn_ops(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,
     routed_local = t * moe.top_k / par.ep * expert_imbalance
     flops = 2.0 * routed_local * mats * h * inter
     data = hit_local * w_expert + routed_local * (2 * h + mats * inter) * ab
-    ops.append(Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
-                  m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
-                  weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h),
-                  moe=MoEWork(tokens=t, routed=routed_local, hit=hit_local, inter=inter, matrices=float(mats),
-                              decode_only=s.n_prefill * s.chunk <= 0)))
-    if moe.shared_intermediate_size:
-        s_inter = moe.shared_intermediate_size / g
-        ops += _gemms(t, ("shared_up", "moe", (mats - 1) * s_inter, h, wb, ab),
-                      ("shared_down", "moe", h, s_inter, wb, ab))
-    return ops
+    return Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
+              m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
+              weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h),
+              moe=MoEWork(tokens=t, routed=routed_local, hit=hit_local, inter=inter, matrices=float(mats),
+                          decode_only=s.n_prefill * s.chunk <= 0))
 
 
 def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,

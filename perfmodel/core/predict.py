@@ -14,6 +14,8 @@ For a static batch of ``batch`` sequences of ``isl`` prompt tokens and ``osl`` o
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +92,13 @@ class Prediction:
     decode_bound: np.ndarray
     devices: int
     config: dict[str, Any]
-    stacked_parts: StepBreakdown = field(repr=False)
+    #: Forms :attr:`stacked_parts` (the per-op breakdown is formed on first use only).
+    parts_of: Callable[[], StepBreakdown] = field(repr=False)
+
+    @functools.cached_property
+    def stacked_parts(self) -> StepBreakdown:
+        """Per op class parts of the prefill step (row 0) and the mid-output decode step (row 1)."""
+        return self.parts_of()
 
     @property
     def per_device_tokens_per_s(self) -> np.ndarray:
@@ -233,7 +241,8 @@ CHUNK = 16384
 
 
 def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
-    """TTFT, TPOT, bounds and breakdowns for 1-D arrays of operating points (the definition).
+    """TTFT, TPOT, bounds and the breakdowns (a function that forms them) for 1-D arrays of operating
+    points (the definition).
 
     One vectorised pass over two stacked shapes: the prefill step and the decode step at the
     midpoint context. Only decode attention depends on the context, so Simpson's rule over the
@@ -241,7 +250,9 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     (t_lo + 4 t_mid + t_hi)/6 = t_mid + (a_lo + a_hi - 2 a_mid)/6. With a KV host-offload share the
     host read depends on the context too, so the three decode steps are evaluated in full. For a few
     points (a scalar ``predict``) the two end steps are stacked as two more rows and the attention read
-    from the breakdown (the same op costs, summed in the same order: bit-identical).
+    from the breakdown (the same op costs, summed in the same order: bit-identical); there the step
+    model's compiled plan (:mod:`perfmodel.core.plan`) forms the totals, bounds and attention times
+    without the per-op breakdown, which is formed only if the prediction's parts are asked for.
     """
     c_lo, c_mid, c_hi = _contexts(i, o)
     zero = np.zeros(b.shape)
@@ -253,8 +264,14 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
                              context=np.array([zero, c_mid, c_lo, c_hi][: 2 + more]),
                              n_prefill=np.array([b, zero, zero, zero][: 2 + more]),
                              chunk=np.array([i, zero, zero, zero][: 2 + more]))
-    parts = sm.breakdown(stacked)
     rows = stacked.n_decode.shape
+    plan = sm.plan if with_ends else None
+    if plan is not None:  # the totals alone, from the compiled plan; the parts when a caller asks for them
+        sums = plan.totals(stacked)
+        steps, att, bounds = sums.total, sums.context[[2, 1, 3]], sums.bound()
+        tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
+        return steps[0], tpot, bounds[0], bounds[1], functools.partial(sm.breakdown, stacked)
+    parts = sm.breakdown(stacked)
     steps = _as_shape(parts.total, rows)
     if sm.kv_host_fraction > 0:
         ends = sm.breakdown(StepShape.make(n_decode=np.stack([b, b]), context=np.stack([c_lo, c_hi]))).total
@@ -266,7 +283,7 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
             att = sm.decode_attention_time(b, np.stack([c_lo, c_mid, c_hi]))
         tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
     bounds = _as_shape(parts.bound(), rows)
-    return steps[0], tpot, bounds[0], bounds[1], parts
+    return steps[0], tpot, bounds[0], bounds[1], lambda: parts
 
 
 def _as_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -415,7 +432,7 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
     if not beyond_context:
         check_context(sm.model, i, o)
 
-    ttft, tpot, pre_bound, dec_bound, stacked_parts = _phase_times_chunked(sm, b, i, o)
+    ttft, tpot, pre_bound, dec_bound, parts_of = _phase_times_chunked(sm, b, i, o)
     served = None
     if not (isinstance(prefix_hit_rate, (int, float)) and 0.0 <= prefix_hit_rate < 1.0):
         raise ConfigError(f"prefix_hit_rate: must be a number within [0, 1), got {prefix_hit_rate!r}")
@@ -476,5 +493,5 @@ def predict(model, hardware, tp: int = 1, pp: int = 1, ep: int = 1, dp_attention
         memory_used_bytes_per_device=mem.used, memory_capacity_bytes=sm.hardware.memory_capacity,
         max_batch_at_context=mem.max_batch,
         prefill_bound=pre_bound, decode_bound=dec_bound, devices=par.devices, config=config,
-        stacked_parts=stacked_parts,
+        parts_of=parts_of,
     )

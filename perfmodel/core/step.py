@@ -50,6 +50,9 @@ from .work import DecodeAttentionWork, PrefillAttentionWork
 
 #: Most operating points per op for which :meth:`StepModel.breakdown` costs the step's GEMMs in one pass.
 STACK_POINTS = 64
+#: Names of the ops whose cost depends on the decode context (decode attention cores, DSA decode indexers).
+CONTEXT_OPS = ("attention_decode", "indexer_decode")
+
 def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
     """A replica given a *system* id (``hgx-h100``) must fit in that system's device count.
 
@@ -427,36 +430,74 @@ class StepModel:
         host = self.kv_host_fraction * kv
         return replace(op, bytes=op.bytes - host), host
 
+    @functools.cached_property
+    def builders(self) -> list[tuple[str, LayerGroup | None, float]]:
+        """The op builders of a step in the order :meth:`breakdown` sums their ops: (side, layer group,
+        layer count), side ``"attention"`` (:func:`~perfmodel.core.ops.attention_ops` of a group of
+        :attr:`_attention_groups`), ``"ffn"`` (:func:`~perfmodel.core.ops.ffn_ops` and the elementwise op
+        of a group of :attr:`_ffn_groups`, then that group's messages) or ``"head"`` (embedding, LM head
+        and sampling once)."""
+        return ([("attention", g, g.count) for g in self._attention_groups]
+                + [("ffn", g, g.count) for g in self._ffn_groups] + [("head", None, 1.0)])
+
+    def build_ops(self, side: str, group: LayerGroup | None, shape: StepShape) -> list[Op]:
+        """The ops of one builder of :attr:`builders` for ``shape`` (after the pipeline's micro-batching)."""
+        par, model, prec = self.parallel, self.model, self.precision
+        if side == "attention":
+            return attention_ops(model, group, par, prec, shape)
+        if side == "ffn":
+            ops = ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
+            ops.append(elementwise_op(model, group, par, prec, shape))
+            return ops
+        return embedding_head_ops(model, par, prec, shape)
+
+    @functools.cached_property
+    def plan(self):
+        """The compiled op plan of this step model (:class:`perfmodel.core.plan.StepPlan`), formed on
+        first use; None where it does not apply."""
+        from .plan import StepPlan
+
+        return StepPlan.build(self)
+
+    def micro_batch(self, shape: StepShape) -> StepShape:
+        """``shape`` as one pipeline stage's micro-batch sees it: decodes split into ``pp`` micro-batches
+        (latency = all layers at micro-batch size); ``shape`` itself for ``pp == 1``."""
+        pp = self.parallel.pp
+        if pp > 1:
+            return StepShape(shape.n_decode / pp, shape.context, shape.n_prefill, shape.chunk, shape.past)
+        return shape
+
+    def step_comm(self, shape: StepShape) -> dict[str, np.ndarray]:
+        """Exposed time of each message of a step [s] (``shape`` micro-batched already), in the order
+        :meth:`breakdown` adds them; without the host-KV reads."""
+        par, model, prec = self.parallel, self.model, self.precision
+        out: dict[str, np.ndarray] = {}
+        for group in self._ffn_groups:
+            for msg in layer_messages(model, group, par, prec, shape):
+                out[msg.name] = out.get(msg.name, 0.0) + group.count * self._message_time(msg)
+        if par.pp > 1:
+            hand_off = Message("pp_p2p", "p2p", shape.tokens * model.hidden_size * prec.act_bytes, 2)
+            out["pp_p2p"] = (par.pp - 1) * self._message_time(hand_off)
+        return out
+
     def breakdown(self, shape: StepShape) -> StepBreakdown:
         """Time parts of one step through all pipeline stages (see module docstring)."""
-        par, model, prec = self.parallel, self.model, self.precision
-        if par.pp > 1:  # decodes run as pp micro-batches; latency = all layers at micro-batch size
-            shape = StepShape(shape.n_decode / par.pp, shape.context, shape.n_prefill, shape.chunk,
-                              shape.past)
+        shape = self.micro_batch(shape)
         out = StepBreakdown(step_overhead=self.efficiency.step_overhead)
         ops: list[tuple[Op, float]] = []  # (op, layer count), costed together below
         # Attention depends only on a layer's window, the FFN side only on its kind: cost each distinct
         # one once and weight it by its layer count (DeepSeek's 3 dense + 58 MoE layers share attention).
-        for group in self._attention_groups:
-            for op in attention_ops(model, group, par, prec, shape):
-                if self.kv_host_fraction > 0 and op.kind == "attention_decode":
+        for side, group, count in self.builders:
+            for op in self.build_ops(side, group, shape):
+                if side == "attention" and self.kv_host_fraction > 0 and op.kind == "attention_decode":
                     op, host_bytes = self._offload(op, group, shape)
                     exposed = (1.0 - self.kv_host_overlap) * host_bytes / self.host_bandwidth
-                    out.comm["kv_host_read"] = out.comm.get("kv_host_read", 0.0) + group.count * exposed
-                ops.append((op, group.count))
-        for group in self._ffn_groups:
-            group_ops = ffn_ops(model, group, par, prec, shape, self.expert_imbalance)
-            group_ops.append(elementwise_op(model, group, par, prec, shape))
-            ops.extend((op, group.count) for op in group_ops)
-            for msg in layer_messages(model, group, par, prec, shape):
-                out.comm[msg.name] = out.comm.get(msg.name, 0.0) + group.count * self._message_time(msg)
-        ops.extend((op, 1.0) for op in embedding_head_ops(model, par, prec, shape))
+                    out.comm["kv_host_read"] = out.comm.get("kv_host_read", 0.0) + count * exposed
+                ops.append((op, count))
+        out.comm.update(self.step_comm(shape))  # message names differ from "kv_host_read"
         out.ops = [(op.op_class, parts, count)
                    for (op, count), parts in zip(ops, self._costs([op for op, _ in ops]), strict=True)]
-        out.context_ops = [j for j, (op, _) in enumerate(ops) if op.name in ("attention_decode", "indexer_decode")]
-        if par.pp > 1:
-            hand_off = Message("pp_p2p", "p2p", shape.tokens * model.hidden_size * prec.act_bytes, 2)
-            out.comm["pp_p2p"] = (par.pp - 1) * self._message_time(hand_off)
+        out.context_ops = [j for j, (op, _) in enumerate(ops) if op.name in CONTEXT_OPS]
         return out
 
     def decode_attention_parts(self, n_decode, context) -> PartSums:
