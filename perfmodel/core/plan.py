@@ -29,6 +29,7 @@ specs and profiles, so an edited copy of a spec or profile gets a new step model
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from .ops import (
     kv_b_absorbed_op,
     prefill_attention_op,
 )
-from .step import CONTEXT_OPS, StepModel
+from .step import CONTEXT_OPS, StepModel, form_parts
 
 #: Names of the token counts an affine op may scale with (rows of :func:`token_sources`).
 SOURCES = ("tokens", "tokens_per_rank", "logits_per_rank", "decodes_per_rank", "prefill_up_per_rank")
@@ -84,13 +85,13 @@ class PlanTotals:
         return dominant_term(self.compute, self.memory, self.comm)
 
 
-def _probe_shapes(dp: int) -> list[StepShape]:
-    """Probe rows (micro-batched): each source equal to 1 somewhere, the sources distinct from each other
-    on mixed rows, absent ops (zero rows), and decode contexts inside and beyond typical windows."""
+def probe_shape(dp: int) -> StepShape:
+    """Probe rows (taken as a micro-batch): each source equal to 1 somewhere, the sources distinct from
+    each other on mixed rows, absent ops (a zero row), and decode contexts inside and beyond typical
+    windows."""
     rows = [(1, 37, 0, 0), (dp, 1000, 0, 0), (0, 0, 1, 1), (0, 0, dp, 1), (0, 0, 3, 517),
             (5, 2049, 2, 301), (7 * dp, 20000, 0, 0), (0, 0, 0, 0), (3, 131073, 0, 0), (0, 0, 1, 9000)]
-    cols = np.array(rows, dtype=float).T
-    return [StepShape.make(*cols), StepShape.make(*cols[:, [1, 4, 6, 8]])]
+    return StepShape.make(*np.array(rows, dtype=float).T)
 
 
 def _as_gemm(op: Op, sources: list[np.ndarray], act_bytes: float) -> tuple | None:
@@ -137,7 +138,7 @@ class StepPlan:
 
     def __init__(self, sm: StepModel) -> None:
         self.sm = sm
-        probe = _probe_shapes(sm.parallel.dp_attention)[0]  # taken as a micro-batch already
+        probe = probe_shape(sm.parallel.dp_attention)  # taken as a micro-batch already
         sources = token_sources(probe, sm.parallel.dp_attention)
         gemms, memory, built, classes = [], [], [], []
         row = 0
@@ -150,7 +151,7 @@ class StepPlan:
                 elif m is not None:
                     memory.append((row, *m))
                 else:
-                    built.append((row, b, j, _SINGLE.get(op.name), op.name))
+                    built.append((row, b, j, self._single(op, group), op.name))
                 classes.append((op.op_class, count))
                 row += 1
         self.rows = row
@@ -167,6 +168,19 @@ class StepPlan:
         parts = self._parts(probe, sources)[1]
         self.layout = stack_layout(tuple((c, w, o) for (c, w), o in zip(classes, parts, strict=True)), 1)
 
+    def _single(self, op: Op, group) -> Callable[[StepShape, list[np.ndarray]], OpTime] | None:
+        """How one op that is not affine is costed on its own: a decode attention core with a calibrated
+        form straight from the form (the form is fixed per layer group), an op with a builder of its
+        own (:data:`_SINGLE`) built and costed as the step model costs it; None: its group's builder."""
+        sm = self.sm
+        form = sm._decode_form(op.attention) if op.name == "attention_decode" else None
+        if form is not None:  # decode_attention_op's batch (decodes per rank), KV length and launches
+            return lambda s, src: form_parts(form, src[3], s.context, 1.0 * (src[3] > 0))
+        single = _SINGLE.get(op.name)
+        if single is None:
+            return None
+        return lambda s, src: sm._op_parts(single(sm, group, s))
+
     @classmethod
     def build(cls, sm: StepModel) -> StepPlan | None:
         """The plan of ``sm``, or None where it does not apply (a host-offloaded KV cache) or does not
@@ -174,13 +188,12 @@ class StepPlan:
         if sm.kv_host_fraction > 0:
             return None
         plan = cls(sm)
-        for shape in _probe_shapes(sm.parallel.dp_attention):
-            ref, got = sm.breakdown(shape), plan.totals(shape)
-            total = ref.total
-            if not (np.array_equal(got.total, total) and np.array_equal(got.bound(), ref.bound())
-                    and np.array_equal(got.context, ref.context_total())
-                    and np.array_equal(got.comm, ref.comm_total)):
-                return None
+        shape = probe_shape(sm.parallel.dp_attention)
+        ref, got = sm.breakdown(shape), plan.totals(shape)
+        total = ref.total
+        if not (np.array_equal(got.total, total) and np.array_equal(got.bound(), ref.bound())
+                and np.array_equal(got.context, ref.context_total()) and np.array_equal(got.comm, ref.comm_total)):
+            return None
         return plan
 
     def _parts(self, s: StepShape, sources: list[np.ndarray]) -> tuple[np.ndarray, list[float], list]:
@@ -211,8 +224,7 @@ class StepPlan:
         serial = []
         whole = {b: sm.build_ops(*sm.builders[b][:2], s) for b in self.group_built}
         for r, b, j, single in self.built:
-            op = single(sm, sm.builders[b][1], s) if single is not None else whole[b][j]
-            t: OpTime = sm._op_parts(op)
+            t: OpTime = single(s, sources) if single is not None else sm._op_parts(whole[b][j])
             parts[r, 0], parts[r, 1], parts[r, 2] = t.compute, t.memory, t.overhead
             overlap[r] = t.overlap
             if not (type(t.serial) is float and t.serial == 0.0):

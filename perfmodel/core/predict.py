@@ -259,18 +259,29 @@ def _phase_times(sm: StepModel, b: np.ndarray, i: np.ndarray, o: np.ndarray):
     # few points: the decode steps at the two end contexts ride along as rows 2 and 3 (the numpy calls
     # cost the same for 2 or 4 rows), and the decode attention is read from them
     with_ends = sm.kv_host_fraction == 0 and b.size <= STACK_POINTS
+    plan = sm.reused_plan() if with_ends and b.ndim == 1 else None
+    if plan is not None:  # the totals alone, from the compiled plan; the parts when a caller asks for them
+        cat = np.concatenate
+        sums = plan.totals(StepShape(cat((zero, b, b, b)), cat((zero, c_mid, c_lo, c_hi)), cat((b, zero, zero, zero)),
+                                     cat((i, zero, zero, zero)), np.zeros(4 * b.size)))
+        rows = (4,) + b.shape
+        steps, att, bounds = (x.reshape(rows) if x.size == 4 * b.size else np.broadcast_to(x, rows)
+                              for x in (sums.total, sums.context, sums.bound()))
+        tpot = steps[1] + (att[2] + att[3] - 2.0 * att[1]) / 6.0
+
+        def parts_of() -> StepBreakdown:
+            return sm.breakdown(StepShape.make(n_decode=np.array([zero, b, b, b]),
+                                               context=np.array([zero, c_mid, c_lo, c_hi]),
+                                               n_prefill=np.array([b, zero, zero, zero]),
+                                               chunk=np.array([i, zero, zero, zero])))
+
+        return steps[0], tpot, bounds[0], bounds[1], parts_of
     more = 2 if with_ends else 0
     stacked = StepShape.make(n_decode=np.array([zero, b, b, b][: 2 + more]),
                              context=np.array([zero, c_mid, c_lo, c_hi][: 2 + more]),
                              n_prefill=np.array([b, zero, zero, zero][: 2 + more]),
                              chunk=np.array([i, zero, zero, zero][: 2 + more]))
     rows = stacked.n_decode.shape
-    plan = sm.plan if with_ends else None
-    if plan is not None:  # the totals alone, from the compiled plan; the parts when a caller asks for them
-        sums = plan.totals(stacked)
-        steps, att, bounds = sums.total, sums.context[[2, 1, 3]], sums.bound()
-        tpot = steps[1] + (att[0] + att[2] - 2.0 * att[1]) / 6.0
-        return steps[0], tpot, bounds[0], bounds[1], functools.partial(sm.breakdown, stacked)
     parts = sm.breakdown(stacked)
     steps = _as_shape(parts.total, rows)
     if sm.kv_host_fraction > 0:

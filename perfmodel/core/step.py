@@ -88,6 +88,13 @@ def _stack_fields(ops: list[Op], idx: list[int], names: tuple[str, ...]
     return [np.array(f, dtype=float) for f in fields], (len(idx),) + (1,) * len(shape)
 
 
+def form_parts(form: DecodeAttentionForm, batch, kv_len, kernels) -> OpTime:
+    """Time parts of a decode attention core with a calibrated form, ``kernels`` launches of its
+    per-launch overhead [s] (``batch`` sequences of ``kv_len`` KV tokens on the device)."""
+    t = form.time(batch, kv_len)
+    return OpTime(t.compute, t.memory, t.overhead * kernels, t.overlap, t.serial)
+
+
 class StepModel:
     """A model replica on one accelerator type: step times, memory and KV capacity.
 
@@ -346,8 +353,7 @@ class StepModel:
         a = op.attention
         form = self._decode_form(a) if isinstance(a, DecodeAttentionWork) else None
         if form is not None:
-            t = form.time(a.batch, a.kv_len)
-            return OpTime(t.compute, t.memory, t.overhead * op.kernels, t.overlap, t.serial)
+            return form_parts(form, a.batch, a.kv_len, op.kernels)
         if isinstance(a, PrefillAttentionWork) and eff.op(a.family):
             t, f_no_past, tiles = prefill_attention_parts(
                 a.batch, a.isl, a.heads, a.kv_heads, a.d_qk, a.d_v, self.attention_peak, self.bandwidth, eff,
@@ -458,6 +464,14 @@ class StepModel:
         from .plan import StepPlan
 
         return StepPlan.build(self)
+
+    def reused_plan(self):
+        """:attr:`plan` from this step model's second call on, None on its first: forming a plan costs
+        about as much as ten scalar predicts, which a step model used once would not recover."""
+        if "plan" in self.__dict__ or self.__dict__.pop("_first_call_done", False):
+            return self.plan
+        self.__dict__["_first_call_done"] = True
+        return None
 
     def micro_batch(self, shape: StepShape) -> StepShape:
         """``shape`` as one pipeline stage's micro-batch sees it: decodes split into ``pp`` micro-batches
