@@ -193,17 +193,16 @@ class _Stack:
         parts = (np.concatenate(rows) if shape else np.array(rows)).reshape((len(ops), 3) + shape)
         return cls(parts, serial, *stack_layout(tuple((c, w, p.overlap) for c, p, w in ops), len(shape)))
 
-    def part_sums(self) -> tuple[np.ndarray, np.ndarray]:
+    def part_sums(self, parts: int = 2) -> tuple[np.ndarray, ...]:
         """Σ over op classes of each class's weighted sum of compute parts, and of memory parts [s]:
-        ``sum(StepBreakdown.compute.values())`` and the same for memory."""
+        ``sum(StepBreakdown.compute.values())`` and the same for memory (``parts=3``: and overhead)."""
         position, column, depth, width = self.slots
-        weighted = self.parts[:, :2] * self.weights[:, None]
+        weighted = self.parts[:, :parts] * self.weights[:, None]
         # the j-th op of each class in row j of its class's column; the zeros below add exactly
         padded = np.zeros((depth, width) + weighted.shape[1:])
         padded[position, column] = weighted
         per_class = np.add.accumulate(padded, axis=0)[-1]
-        both = np.add.accumulate(per_class, axis=0)[-1]
-        return both[0], both[1]
+        return tuple(np.add.accumulate(per_class, axis=0)[-1])
 
     def total_sum(self) -> np.ndarray:
         """Σ weight × op total over the ops, in op order [s]."""

@@ -72,13 +72,15 @@ _SINGLE = {
 @frozen
 class PlanTotals:
     """What a step's sums are over stacked rows [s]: total time, the summed compute and memory parts,
-    the exposed communication and the decode-context ops' time (arrays over the rows)."""
+    the exposed communication, the decode-context ops' time and the summed per-launch overheads
+    (arrays over the rows)."""
 
     total: np.ndarray
     compute: np.ndarray
     memory: np.ndarray
     comm: np.ndarray
     context: np.ndarray
+    overhead: np.ndarray  # the per-launch overhead parts, summed as sum(StepBreakdown.overhead.values())
 
     def bound(self) -> np.ndarray:
         """Dominant term per row: 'compute', 'memory' or 'communication'."""
@@ -87,10 +89,11 @@ class PlanTotals:
 
 def probe_shape(dp: int) -> StepShape:
     """Probe rows (taken as a micro-batch): each source equal to 1 somewhere, the sources distinct from
-    each other on mixed rows, absent ops (a zero row), and decode contexts inside and beyond typical
-    windows."""
-    rows = [(1, 37, 0, 0), (dp, 1000, 0, 0), (0, 0, 1, 1), (0, 0, dp, 1), (0, 0, 3, 517),
-            (5, 2049, 2, 301), (7 * dp, 20000, 0, 0), (0, 0, 0, 0), (3, 131073, 0, 0), (0, 0, 1, 9000)]
+    each other on mixed rows, absent ops (a zero row), decode contexts inside and beyond typical
+    windows, and prompt chunks after a cached prefix."""
+    rows = [(1, 37, 0, 0, 0), (dp, 1000, 0, 0, 0), (0, 0, 1, 1, 0), (0, 0, dp, 1, 0), (0, 0, 3, 517, 0),
+            (5, 2049, 2, 301, 0), (7 * dp, 20000, 0, 0, 0), (0, 0, 0, 0, 0), (3, 131073, 0, 0, 0),
+            (0, 0, 1, 9000, 0), (0, 0, 2, 300, 1000), (4, 700, 1, 64, 7000)]
     return StepShape.make(*np.array(rows, dtype=float).T)
 
 
@@ -192,7 +195,8 @@ class StepPlan:
         ref, got = sm.breakdown(shape), plan.totals(shape)
         total = ref.total
         if not (np.array_equal(got.total, total) and np.array_equal(got.bound(), ref.bound())
-                and np.array_equal(got.context, ref.context_total()) and np.array_equal(got.comm, ref.comm_total)):
+                and np.array_equal(got.context, ref.context_total()) and np.array_equal(got.comm, ref.comm_total)
+                and np.array_equal(got.overhead, sum(ref.overhead.values()))):
             return None
         return plan
 
@@ -232,7 +236,7 @@ class StepPlan:
         return parts, overlap, serial
 
     def totals(self, shape: StepShape) -> PlanTotals:
-        """The step's sums for ``shape`` (arrays of one shape, at most 64 points, no cached prefix),
+        """The step's sums for ``shape`` (arrays of one shape, at most 64 points),
         as :meth:`StepModel.breakdown` forms them: ``total``, ``bound()``, ``comm_total`` and
         ``context_total()`` of its result."""
         sm = self.sm
@@ -242,19 +246,19 @@ class StepPlan:
                                                    shape.past)))
             t = self.totals(flat)
             return PlanTotals(*(x.reshape(points) if x.shape == flat.n_decode.shape else np.broadcast_to(x, points)
-                                for x in (t.total, t.compute, t.memory, t.comm, t.context)))
+                                for x in (t.total, t.compute, t.memory, t.comm, t.context, t.overhead)))
         s = sm.micro_batch(shape)
         parts, _, serial = self._parts(s, token_sources(s, sm.parallel.dp_attention))
         stack = _Stack(parts, serial, *self.layout)
         compute_total = stack.total_sum()
-        compute, memory = stack.part_sums()
+        compute, memory, overhead = stack.part_sums(3)
         comm = sm.step_comm(s)
         comm_total = sum(comm.values()) if comm else np.zeros(())
         context = 0.0
         for r in self.context_rows:
             context = context + stack.weighted_totals[r]
         return PlanTotals(compute_total + comm_total + sm.efficiency.step_overhead, compute, memory,
-                          np.asarray(comm_total), np.asarray(context))
+                          np.asarray(comm_total), np.asarray(context), overhead)
 
 
 def _columns(entries: list[tuple], width: int) -> tuple | None:

@@ -473,6 +473,17 @@ class StepModel:
         self.__dict__["_first_call_done"] = True
         return None
 
+    def plan_totals(self, shape: StepShape):
+        """The sums of a step of a few points (:class:`perfmodel.core.plan.PlanTotals`, the values
+        :meth:`breakdown` gives) from the compiled plan; None where the plan is not used (more than
+        :data:`STACK_POINTS` points, arrays of different shapes, a first call or no plan)."""
+        n = shape.n_decode
+        if not (n.size <= STACK_POINTS and n.shape == shape.context.shape == shape.n_prefill.shape
+                == shape.chunk.shape == shape.past.shape):
+            return None
+        plan = self.reused_plan()
+        return None if plan is None else plan.totals(shape)
+
     def micro_batch(self, shape: StepShape) -> StepShape:
         """``shape`` as one pipeline stage's micro-batch sees it: decodes split into ``pp`` micro-batches
         (latency = all layers at micro-batch size); ``shape`` itself for ``pp == 1``."""
@@ -608,7 +619,8 @@ class StepModel:
         """
         pre = np.asarray(prefill_tokens, dtype=float)
         shape = StepShape.make(n_decode, mean_context, (pre > 0).astype(float), pre, prefill_past)
-        return self.breakdown(shape).total
+        sums = self.plan_totals(shape)
+        return self.breakdown(shape).total if sums is None else sums.total
 
     def __repr__(self) -> str:
         return (f"StepModel({self.model.id} on {self.parallel.devices}x {self.hardware.id}, "
