@@ -166,6 +166,8 @@ class StepPlan:
                 by_builder.setdefault(b, []).append((r, j))
         self.group_built = by_builder  # builders called whole (an op without a builder of its own)
         self.gemm = _columns(gemms, 6)
+        #: N of the GEMMs broadcast to (GEMMs, rows), by shape: the wave term then needs no broadcasting
+        self._n_full: dict[tuple[int, ...], np.ndarray] = {}
         self.memory = _columns(memory, 3)
         # overlaps are fixed per step model (the profile's terms): read once on the probe
         parts = self._parts(probe, sources)[1]
@@ -212,6 +214,8 @@ class StepPlan:
         if self.gemm is not None:
             rows, which, flop, n, k, w, act = self.gemm
             m = src[which]
+            n_full = self._n_full.get(m.shape)
+            n = n_full if n_full is not None else self._n_full.setdefault(m.shape, _full(n, m.shape))
             present = (m > 0).astype(float)
             t = gemm_cost(flop * m, present * w + m * act, np.maximum(m, 1.0), n, k, sm.peak, sm.bandwidth, eff,
                           sm.precision.matmul_format, present, fused_quantization=True)
@@ -272,3 +276,10 @@ def _columns(entries: list[tuple], width: int) -> tuple | None:
     for a in (rows, which, *cols):
         a.flags.writeable = False
     return (rows, which, *cols)
+
+
+def _full(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as a read-only array of its own."""
+    out = np.array(np.broadcast_to(x, shape))
+    out.flags.writeable = False
+    return out

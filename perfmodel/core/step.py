@@ -360,8 +360,10 @@ class StepModel:
                 window=a.window, kv_bytes=a.kv_bytes, act_bytes=self.precision.act_bytes, family=a.family)
             # the form is fitted without a cached prefix: scale its FLOP part to this op's pairs and
             # bytes; the fixed cost per (sequence, head, 128-query tile) does not grow with the prefix
-            cscale = np.divide(op.flops, f_no_past, where=f_no_past > 0,
-                               out=np.zeros(np.broadcast_shapes(np.shape(op.flops), f_no_past.shape)))
+            shape = f_no_past.shape
+            if np.shape(op.flops) != shape:
+                shape = np.broadcast_shapes(np.shape(op.flops), shape)
+            cscale = np.divide(op.flops, f_no_past, where=f_no_past > 0, out=np.zeros(shape))
             return OpTime(t.compute * cscale + tiles, np.maximum(t.memory, op.bytes / (self.bandwidth * eff.memory)),
                           t.overhead * op.kernels, t.overlap)
         if op.kind in ("attention_decode", "indexer"):
