@@ -110,3 +110,15 @@ def test_no_plan_where_it_does_not_apply_or_does_not_reproduce(monkeypatch):
 
     monkeypatch.setattr(plan_module, "_as_gemm", off)
     assert pm.StepModel("llama-3.1-8b", "h100-sxm").plan is None
+
+
+def test_a_step_model_with_a_plan_pickles_without_it():
+    """Step models travel to worker processes (planning.executor): the plan is formed again there."""
+    import pickle
+
+    sm = pm.StepModel("llama-3.1-8b", "h100-sxm")
+    assert sm.plan is not None
+    copy = pickle.loads(pickle.dumps(sm))
+    assert "plan" not in copy.__dict__
+    shape = _grid(5)[0]
+    np.testing.assert_array_equal(copy.plan.totals(shape).total, sm.plan.totals(shape).total)

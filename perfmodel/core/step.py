@@ -467,6 +467,10 @@ class StepModel:
 
         return StepPlan.build(self)
 
+    def __getstate__(self) -> dict:
+        """Pickled without its plan (a plan holds functions; it is formed again where it is used)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("plan", "_first_call_done")}
+
     def reused_plan(self):
         """:attr:`plan` from this step model's second call on, None on its first: forming a plan costs
         about as much as ten scalar predicts, which a step model used once would not recover."""
