@@ -4,7 +4,7 @@ machine does not change (CPU time on a shared VM varies by ±40 % from run to ru
 Run from the repository root: ``python benchmarks/count_predict_instructions.py [--case K] [--calls N]``
 (needs ``valgrind``; each case runs Python twice under cachegrind, about a minute each). The count of a
 run with N calls minus that of a run with none, over N, is the cost of one call; both runs import
-perfmodel and make one warm-up call first. The runs import perfmodel from ``PYTHONPATH`` (``PYTHONPATH=.``
+perfmodel and make two warm-up calls first (the second forms the step model's compiled op plan). The runs import perfmodel from ``PYTHONPATH`` (``PYTHONPATH=.``
 counts this checkout, ``PYTHONPATH=path/to/other`` another one) or else the installed package: they run in
 a temporary directory, so that the current one does not shadow it. Prints figures; asserts nothing.
 """
@@ -22,11 +22,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_predict import CASES  # noqa: E402 - the same configurations as the timing benchmark
 
-#: The measured program: warm up (spec parsing is a one-off), then N calls, each at another point.
+#: The measured program: warm up (spec parsing is a one-off; a step model forms its compiled op plan on its
+#: second call, also a one-off), then N calls, each at another point.
 PROGRAM = """
 import sys
 import perfmodel as pm
 model, hw, tp, extra, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), eval(sys.argv[4]), int(sys.argv[5])
+pm.predict(model, hw, tp=tp, **extra)
 pm.predict(model, hw, tp=tp, **extra)
 for k in range(n):
     pm.predict(model, hw, tp=tp, isl=2048 + 16 * (k % 7), osl=256 + 8 * (k % 5), batch=8 + k % 3, **extra)

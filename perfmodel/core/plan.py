@@ -18,10 +18,13 @@ by their own builders and costed as the step model costs them. The sums over ops
 :class:`~perfmodel.core.breakdown.StepBreakdown` over the same (ops, part, rows) matrix, in the same
 op order, so the totals, bounds and context times are the breakdown's bit for bit.
 
-A plan is formed by *probing*: the step model's builders run on probe shapes, and an op is taken as
-affine in a source only where its FLOPs, bytes, M and kernels equal the affine form at every probe
-row exactly; the whole plan is then checked against :meth:`StepModel.breakdown` on the probes and a
-plan that differs anywhere is not used (None: the breakdown is the path). Plans live on their step
+A plan is formed by *probing*: the step model's builders run on probe rows (:func:`probe_shape`), and
+an op is taken as affine in a source only where its FLOPs, bytes, M and kernels equal the affine form
+at every probe row exactly; the whole plan is then checked against :meth:`StepModel.breakdown` on the
+probe rows and a plan that differs anywhere is not used (None: the breakdown is the path). Forming
+one costs about ten scalar predicts, so :func:`~perfmodel.predict`, ``StepModel.step_time`` and the
+engines' device times use it from a step model's second few-point call on
+(:meth:`StepModel.reused_plan <perfmodel.core.step.StepModel.reused_plan>`). Plans live on their step
 model (:attr:`StepModel.plan <perfmodel.core.step.StepModel.plan>`), which is built from immutable
 specs and profiles, so an edited copy of a spec or profile gets a new step model and a new plan.
 """
@@ -132,11 +135,14 @@ def _as_memory(op: Op, sources: list[np.ndarray]) -> tuple | None:
 
 
 class StepPlan:
-    """The compiled op plan of one step model (see the module docstring); built by :meth:`build`.
+    """The compiled op plan of one step model (see the module docstring); formed by :meth:`build`.
 
-    Attributes hold per op kind the rows it fills in the (ops, part, rows) matrix and its coefficient
-    columns; :attr:`builders` the ops that are built per call: ``(op row, builder index, op index,
-    single builder or None)``.
+    :attr:`gemm` and :attr:`memory` hold the affine ops' rows in the (ops, part, rows) matrix, their
+    sources and coefficient columns (None where there are none); :attr:`built` the other ops, built
+    per call: ``(op row, builder index in StepModel.builders, op index, its own evaluator or None)``;
+    :attr:`group_built` the builders called whole for ops without an evaluator of their own;
+    :attr:`layout` the fixed class/weight/overlap layout of the sums; :attr:`context_rows` the rows
+    of the decode-context ops.
     """
 
     def __init__(self, sm: StepModel) -> None:
