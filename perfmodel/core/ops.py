@@ -485,19 +485,28 @@ def experts_op(model: ModelSpec, par: Parallel, prec: Precision, s: StepShape,
     moe = model.moe
     assert moe is not None
     h, wb, ab, mats = model.hidden_size, prec.weights.bytes, prec.act_bytes, model.ffn_matrices
-    t = s.tokens
-    e_hit = expected_experts_hit(moe.num_experts, moe.top_k, t)
-    inter = moe.expert_intermediate_size / par.moe_tp_eff
+    work, e_hit = moe_work(model, par, s, expert_imbalance)
+    t, inter, hit_local, routed_local = work.tokens, work.inter, work.hit, work.routed
     w_expert = mats * h * inter * wb
-    hit_local = e_hit / par.ep
-    routed_local = t * moe.top_k / par.ep * expert_imbalance
     flops = 2.0 * routed_local * mats * h * inter
     data = hit_local * w_expert + routed_local * (2 * h + mats * inter) * ab
     return Op("experts", "moe", "gemm", flops, np.where(t > 0, data, 0.0),
               m=np.maximum(t * moe.top_k / np.maximum(e_hit, 1e-9), 1.0), kernels=2.0 * (t > 0),
-              weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h),
-              moe=MoEWork(tokens=t, routed=routed_local, hit=hit_local, inter=inter, matrices=float(mats),
-                          decode_only=s.n_prefill * s.chunk <= 0))
+              weight_bytes=np.where(t > 0, hit_local * w_expert, 0.0), n=None, k=float(h), moe=work)
+
+
+def moe_work(model: ModelSpec, par: Parallel, s: StepShape, expert_imbalance: float = 1.0
+             ) -> tuple[MoEWork, np.ndarray]:
+    """The shape of one MoE layer's routed-experts block on the busiest EP rank (see :func:`experts_op`),
+    and the experts hit over all ranks :math:`E_{hit}`."""
+    moe = model.moe
+    assert moe is not None
+    t = s.tokens
+    e_hit = expected_experts_hit(moe.num_experts, moe.top_k, t)
+    inter = moe.expert_intermediate_size / par.moe_tp_eff
+    work = MoEWork(tokens=t, routed=t * moe.top_k / par.ep * expert_imbalance, hit=e_hit / par.ep, inter=inter,
+                   matrices=float(model.ffn_matrices), decode_only=s.n_prefill * s.chunk <= 0)
+    return work, e_hit
 
 
 def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Precision,

@@ -44,9 +44,9 @@ from .ops import (
     StepShape,
     _per_rank,
     decode_attention_op,
-    experts_op,
     indexer_decode_op,
     kv_b_absorbed_op,
+    moe_work,
     prefill_attention_op,
 )
 from .step import CONTEXT_OPS, StepModel, form_parts
@@ -68,7 +68,6 @@ _SINGLE = {
     "attention_prefill": lambda sm, g, s: prefill_attention_op(sm.model, g, sm.parallel, sm.precision, s),
     "indexer_decode": lambda sm, g, s: indexer_decode_op(sm.model, sm.parallel, sm.precision, s),
     "kv_b_absorbed": lambda sm, g, s: kv_b_absorbed_op(sm.model, sm.parallel, sm.precision, s),
-    "experts": lambda sm, g, s: experts_op(sm.model, sm.parallel, sm.precision, s, sm.expert_imbalance),
 }
 
 
@@ -181,12 +180,15 @@ class StepPlan:
 
     def _single(self, op: Op, group) -> Callable[[StepShape, list[np.ndarray]], OpTime] | None:
         """How one op that is not affine is costed on its own: a decode attention core with a calibrated
-        form straight from the form (the form is fixed per layer group), an op with a builder of its
-        own (:data:`_SINGLE`) built and costed as the step model costs it; None: its group's builder."""
+        form straight from the form (the form is fixed per layer group), routed experts from the block's
+        shape (:func:`~perfmodel.core.ops.moe_work`), an op with a builder of its own (:data:`_SINGLE`)
+        built and costed as the step model costs it; None: its group's builder."""
         sm = self.sm
         form = sm._decode_form(op.attention) if op.name == "attention_decode" else None
         if form is not None:  # decode_attention_op's batch (decodes per rank), KV length and launches
             return lambda s, src: form_parts(form, src[3], s.context, 1.0 * (src[3] > 0))
+        if op.name == "experts" and op.moe is not None:  # the block's cost needs its shape alone
+            return lambda s, src: sm.moe_parts(moe_work(sm.model, sm.parallel, s, sm.expert_imbalance)[0])
         single = _SINGLE.get(op.name)
         if single is None:
             return None

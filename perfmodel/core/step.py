@@ -46,7 +46,7 @@ from .ops import (
     layer_messages,
 )
 from .parallel import Parallel
-from .work import DecodeAttentionWork, PrefillAttentionWork
+from .work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
 
 #: Most operating points per op for which :meth:`StepModel.breakdown` costs the step's GEMMs in one pass.
 STACK_POINTS = 64
@@ -335,14 +335,17 @@ class StepModel:
             self._decode_forms[key] = form
         return form
 
+    def moe_parts(self, x: MoEWork) -> OpTime:
+        """Cost of a routed-experts block of shape ``x`` with the profile (:func:`~perfmodel.core.costs.moe_time`)."""
+        return moe_time(x.tokens, x.routed, x.hit, self.model.hidden_size, x.inter, x.matrices, self.peak,
+                        self.bandwidth, self.efficiency, self.moe_format, self.precision.weights.bytes,
+                        self.precision.act_bytes, graph_replayed=x.decode_only)
+
     def _op_parts(self, op: Op):
         """Cost of one op with the profile: calibrated shape terms where the profile has them."""
         eff = self.efficiency
         if op.moe is not None:
-            x = op.moe
-            return moe_time(x.tokens, x.routed, x.hit, self.model.hidden_size, x.inter, x.matrices,
-                            self.peak, self.bandwidth, eff, self.moe_format, self.precision.weights.bytes,
-                            self.precision.act_bytes, graph_replayed=x.decode_only)
+            return self.moe_parts(op.moe)
         if op.kind == "gemm":
             if op.k is None:  # per-head batched products (MLA absorption): plain GEMM form
                 eta_c = gemm_compute_eta(op.m, eff.gemm_eta(self.precision.matmul_format), eff.gemm_m_half)
