@@ -122,3 +122,12 @@ def test_a_step_model_with_a_plan_pickles_without_it():
     assert "plan" not in copy.__dict__
     shape = _grid(5)[0]
     np.testing.assert_array_equal(copy.plan.totals(shape).total, sm.plan.totals(shape).total)
+
+
+def test_a_prediction_pickles_with_its_parts():
+    import pickle
+
+    sm = pm.StepModel("deepseek-v3", "h200-sxm", tp=8, weights="fp8")
+    p = [pm.predict(None, None, isl=1000, osl=100, batch=3, step_model=sm) for _ in range(2)][1]
+    copy = pickle.loads(pickle.dumps(p))
+    assert copy.breakdown().equals(p.breakdown()) and copy.ttft_s == p.ttft_s

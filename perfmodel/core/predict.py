@@ -100,6 +100,10 @@ class Prediction:
         """Per op class parts of the prefill step (row 0) and the mid-output decode step (row 1)."""
         return self.parts_of()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its parts formed (the function that forms them may not pickle)."""
+        return {**self.__dict__, "stacked_parts": self.stacked_parts, "parts_of": None}
+
     @property
     def per_device_tokens_per_s(self) -> np.ndarray:
         """Deprecated name of :attr:`output_tokens_per_s_per_device` (warns; removed next release)."""
