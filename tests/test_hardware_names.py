@@ -107,6 +107,12 @@ CASES = [
     ('gb300', 'gb300', 1, None, None),
     ('h100_sxm', 'h100-sxm', 1, None, None),
     ('h200_sxm', 'h200-sxm', 1, None, None),
+    # shipped accelerator ids, as the open-loop MLPerf file writes them (one device per replica row)
+    ('b200', 'b200', 1, None, None),
+    ('h100-sxm', 'h100-sxm', 1, None, None),
+    ('h200-sxm', 'h200-sxm', 1, None, None),
+    ('mi300x', 'mi300x', 1, None, None),
+    ('rtx-pro-6000', 'rtx-pro-6000', 1, None, None),
     ('A100-PCIe-40GB', None, None, None, 'A100-PCIe-40GB is not a s'),
     ('XYZ-9000', None, None, None, "part 'XYZ-9000' is not a "),
 ]
