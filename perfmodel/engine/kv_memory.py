@@ -12,9 +12,11 @@ peak, its dummy sampler run over ``max_num_seqs`` S sequences the logits:
 .. math:: K = u\,M - W - A(B) - 2\cdot 4\,V\,S - R
 
 ``sglang`` (``mem_fraction_static`` f of total memory holds weights + KV pool;
-``ServerArgs._handle_gpu_memory_settings`` derives f from M when it is not given, :func:`sglang_mem_fraction`):
+``ServerArgs._handle_gpu_memory_settings`` derives f from M when it is not given, after the token budget
+is set, and reserves activation memory that grows with it: :func:`sglang_mem_fraction` with
+``chunked_prefill_size`` = the profile's ``max_num_batched_tokens`` B):
 
-.. math:: K = f\,M - W - R
+.. math:: K = f(M, B)\,M - W - R
 
 ``trtllm`` (``free_gpu_memory_fraction`` φ, default 0.9 of the memory *free* after the weights and a
 profiling forward at ``max_num_tokens``; ``KvCacheConfig``):
@@ -78,16 +80,24 @@ def sglang_mem_fraction(device_bytes: float, tp: int, pp: int = 1, dp: int = 1,
                         chunked_prefill_size: int | None = None, spec_decode: bool = False) -> float:
     """SGLang's default ``mem_fraction_static`` for a device of ``device_bytes`` [B].
 
-    Rule of ``sglang/srt/server_args.py`` ``ServerArgs._handle_gpu_memory_settings`` (v0.5.x), memory in
-    MiB: the capacity tier sets ``chunked_prefill_size`` c and ``cuda_graph_max_bs`` g (< 20 GiB: c = 2048,
-    g = 8; < 35 GiB: c = 2048, g = 24 for tp < 4 else 80; < 60 GiB: c = 4096, g = 32 or 160; < 160 GiB:
-    c = 8192, g = 256 or 512; above: c = 16384, g = 512), then
+    Rule of ``sglang/srt/server_args.py`` ``ServerArgs._handle_gpu_memory_settings`` (read in the SGLang
+    0.5.9 wheel, sha256 8a936c4d…bb64d1, lines 1020-1062; the KV pool is then f·M less what the weights
+    took: ``sglang/srt/model_executor/model_runner_kv_cache_mixin.py`` ``profile_max_num_token``, lines
+    116-149), memory in MiB: the capacity tier sets ``cuda_graph_max_bs`` g and, where the server is
+    given none, ``chunked_prefill_size`` c (< 20 GiB: c = 2048, g = 8; < 35 GiB: c = 2048, g = 24 for
+    tp < 4 else 80; < 60 GiB: c = 4096, g = 32 or 160; < 160 GiB: c = 8192, g = 256 or 512; above:
+    c = 16384, g = 512);
+    a given ``chunked_prefill_size`` replaces the tier's c in the activation reserve 1.5·max(c, 2048)
+    (so a larger token budget leaves less for the KV pool, until the 10 GiB floor), then
 
     .. math:: r = 512 + 1.5\\,\\max(c, 2048) + 2g + 1024\\,tp\\,pp/8 \\;[+\\, 3 g\\,dp \\;+\\, 1.5 g\\,dp
               \\text{ if } g > 300 \\text{, with attention DP}],\\quad f = (M - \\max(r, 10240)) / M
 
     (the 10 GiB floor applies above 60 GiB; 2 GiB more for an EAGLE/MTP draft). ``tp`` is SGLang's
     tp_size: every GPU of the replica, attention-DP ranks included. Rounded to 3 decimals as SGLang does.
+    :func:`engine_memory` passes the engine profile's ``max_num_batched_tokens`` as
+    ``chunked_prefill_size`` (SGLang's flag for it, :data:`perfmodel.planning.engine_space.ENGINE_NAMES`):
+    the budget the scheduler is simulated with is the one the memory is reserved for.
     """
     mem = device_bytes / MIB
     if mem < 20 * 1024:
@@ -198,6 +208,7 @@ def engine_memory(step_model: Any, profile: Any, spec_decode: bool = False) -> E
     name, value = rule
     if name == "mem_fraction_static":
         frac = sglang_mem_fraction(m, par.tp * par.dp_attention, par.pp, par.dp_attention,
+                                   chunked_prefill_size=int(profile.max_num_batched_tokens),
                                    spec_decode=spec_decode) if value == "auto" else float(value)
         act = 0.0
         pool = frac * m - w - runtime
