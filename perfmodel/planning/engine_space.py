@@ -7,22 +7,30 @@ TensorRT-LLM ``max_num_tokens``) × each sequence limit (``max_num_seqs``: vLLM 
 SGLang ``--max-running-requests``, TensorRT-LLM ``max_batch_size``) × each speculative-decoding
 setting. A knob not given keeps each engine's own default (its profile's value).
 
-**Collapse of the sequence limit** (screen stage, before any simulation). A sequence limit S that the
-KV cache keeps from binding cannot change the steady state: an aggregated replica holds at most
+**Collapse of the sequence limit** (screen stage, before any simulation). A sequence limit S that no
+pool of a candidate lets bind cannot change the steady state. An aggregated replica, and a P/D decode
+worker, hold at most
 
 .. math:: n_{kv} = \\frac{K\\,f}{I + O} \\;\\text{(reserve\\_full)} \\quad\\text{or}\\quad
           \\frac{K\\,f}{I + O/2} \\;\\text{(on demand)}
 
 sequences at the mean context (K the KV pool in tokens as the engine sizes it for that S, f the
-engine's ``kv_capacity_fraction``; :func:`perfmodel.planning.bounds.sequence_limit`). Among the
-variants of one candidate that differ only in S, listed from the smallest S₀, a larger S is
-**collapsed** into S₀ when :math:`n_{kv}(S) < S_0` (neither limit binds) and its KV pool is no
-larger than S₀'s (vLLM charges sampler logits per sequence of S to the profiling run, so a larger S
-leaves a smaller pool; SGLang and TensorRT-LLM size it without S): the steady state, the screen's
-capacity bound and the per-replica ceiling of the sizing are then those of S₀ or below them. It is a
-steady-state argument, not a proof for the simulation (a transient excess of running sequences over
-the mean-context limit, which preemption cuts, is not explored); ``prune=False`` simulates every
-variant. P/D candidates are not collapsed (both pools' limits would have to be shown not to bind).
+engine's ``kv_capacity_fraction``; :func:`perfmodel.planning.bounds.sequence_limit`). A P/D prefill
+worker holds only the prompts it is computing (a request leaves it with its first token): a step of
+token budget B carries at most one prompt continued from the step before, the whole prompts that fit
+and one prompt cut by the budget, so at the mean prompt length I
+
+.. math:: n_{p} = \\lfloor B / I \\rfloor + 2 .
+
+Among the variants of one candidate that differ only in S, listed from the smallest S₀, a larger S is
+**collapsed** into S₀ when every pool's count (n_kv; P/D: n_p and the decode pool's n_kv) is below S₀
+(neither limit binds) and every pool's KV pool is no larger than under S₀ (vLLM charges sampler
+logits per sequence of S to the profiling run, so a larger S leaves a smaller pool; SGLang and
+TensorRT-LLM size it without S): the steady state, the screen's capacity bounds and the per-replica
+ceiling (P/D: the decode rate at the TPOT limit) of the sizing are then those of S₀ or below them. It
+is a steady-state argument, not a proof for the simulation (a transient excess of running sequences
+over the mean-length counts, which preemption cuts, and prompts much shorter than the mean are not
+explored); ``prune=False`` simulates every variant.
 The KV cache, not the concurrency the target rate implies, decides, because the sizing drives each
 replica to overload (:func:`perfmodel.serving.max_load`), where a limit binds unless the cache does first.
 """
@@ -130,18 +138,39 @@ def collapse_key(task: dict[str, Any]) -> tuple:
     return (id(task["candidate"]), eng.name, eng.source, spec, tuple(sorted((k, str(v)) for k, v in rest.items())))
 
 
-def kv_sequences(task: dict[str, Any], isl: float, osl: float) -> tuple[float, float]:
-    """(sequences the KV cache holds at the mean context, KV pool [tokens]) of an aggregated task's
-    replica under its engine: :func:`perfmodel.planning.bounds.sequence_limit` without the sequence
-    limit itself."""
+def kv_sequences(task: dict[str, Any], isl: float, osl: float, pool: str = "model") -> tuple[float, float]:
+    """(sequences the KV cache holds at the mean context, KV pool [tokens]) of one pool of a task under
+    its engine (``pool``: ``"model"``, the aggregated replica or P/D prefill worker; ``"decode_model"``):
+    :func:`perfmodel.planning.bounds.sequence_limit` without the sequence limit itself."""
     import numpy as np
 
     from .bounds import sequence_limit
 
     eng = task["engine"]
-    served = eng.step(task["model"])
+    served = eng.step(task[pool])
     unlimited = eng.profile.model_copy(update={"max_num_seqs": 2**62})
     return sequence_limit(served, unlimited, isl, osl), float(np.ravel(served.kv_capacity_tokens)[0])
+
+
+def prefill_sequences(profile: Any, isl: float) -> float:
+    """Prompts a P/D prefill worker computes at once at the mean prompt length ``isl``:
+    :math:`\\lfloor B / I \\rfloor + 2` (module docstring; B = ``max_num_batched_tokens``)."""
+    import math
+
+    return float(math.floor(float(profile.max_num_batched_tokens) / max(float(isl), 1.0)) + 2)
+
+
+def pool_sequences(task: dict[str, Any], isl: float, osl: float) -> tuple[float, tuple[float, ...], str]:
+    """(most sequences any pool of the task holds whatever its limit, each pool's KV pool [tokens], what
+    bounds them in words) at the mean lengths (module docstring)."""
+    n_kv, pool = kv_sequences(task, isl, osl, "decode_model" if task["candidate"].disaggregated else "model")
+    if not task["candidate"].disaggregated:
+        return n_kv, (pool,), f"the KV cache holds {n_kv:.0f} sequences at the mean context"
+    n_p = prefill_sequences(task["engine"].profile, isl)
+    _, pool_p = kv_sequences(task, isl, osl, "model")
+    return max(n_p, n_kv), (pool_p, pool), (f"a prefill worker computes at most {n_p:.0f} prompts a step "
+                                            f"and the decode pool's KV cache holds {n_kv:.0f} sequences at "
+                                            "the mean context")
 
 
 class SequenceLimitCollapse:
@@ -149,22 +178,22 @@ class SequenceLimitCollapse:
     order; :meth:`into` says which kept variant a task collapses into (None: keep it)."""
 
     def __init__(self) -> None:
-        self.first: dict[tuple, tuple[int, float, str]] = {}   # group -> (S0, KV pool of S0, its name)
+        # group -> (S0, KV pools of S0, its name)
+        self.first: dict[tuple, tuple[int, tuple[float, ...], str]] = {}
 
     def into(self, task: dict[str, Any], isl: float, osl: float) -> tuple[str, str] | None:
         """(kept deployment, reason) when ``task`` collapses, else None (and it may head its group)."""
-        if task["candidate"].disaggregated:
-            return None
         key = collapse_key(task)
         s = int(task["engine"].profile.max_num_seqs)
-        n_kv, pool = kv_sequences(task, isl, osl)
+        n, pools, why = pool_sequences(task, isl, osl)
         if key not in self.first:
-            if n_kv < s:   # the KV cache, not S, binds: larger limits in this group may collapse into it
-                self.first[key] = (s, pool, deployment_name(task))
+            if n < s:   # no pool lets S bind: larger limits in this group may collapse into it
+                self.first[key] = (s, pools, deployment_name(task))
             return None
-        s0, pool0, name0 = self.first[key]
-        if s > s0 and n_kv < s0 and pool <= pool0:
-            return name0, (f"max_num_seqs {s} cannot bind: the KV cache holds {n_kv:.0f} sequences at the mean "
-                           f"context, fewer than max_num_seqs {s0}, with a KV pool no larger ({pool:,.0f} <= "
-                           f"{pool0:,.0f} tokens); same steady state as {name0}, or below it")
+        s0, pools0, name0 = self.first[key]
+        if s > s0 and n < s0 and all(p <= p0 for p, p0 in zip(pools, pools0, strict=True)):
+            sizes = ", ".join(f"{p:,.0f} <= {p0:,.0f}" for p, p0 in zip(pools, pools0, strict=True))
+            return name0, (f"max_num_seqs {s} cannot bind: {why}, fewer than max_num_seqs {s0}, with "
+                           f"{'KV pools' if len(pools) > 1 else 'a KV pool'} no larger ({sizes} tokens); "
+                           f"same steady state as {name0}, or below it")
         return None

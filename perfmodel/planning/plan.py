@@ -314,8 +314,9 @@ def plan(model: str | None, workload: Any, slo: Any = None, candidates: Sequence
         names; vLLM ``--max-num-seqs`` / ``--max-num-batched-tokens``, SGLang ``--max-running-requests``
         / ``--chunked-prefill-size``, TensorRT-LLM ``max_batch_size`` / ``max_num_tokens``). None
         (default): each engine's own value. Rows carry the values run; with pruning on, a sequence
-        limit the KV cache keeps from binding collapses into the smallest such one
-        (``pruned_by["knob"]``, counted when ``max_num_seqs`` lists several values).
+        limit that no pool lets bind (the KV cache; a P/D prefill pool: its prompts per step) collapses
+        into the smallest such one (``pruned_by["knob"]``, counted when ``max_num_seqs`` lists several
+        values; :mod:`perfmodel.planning.engine_space`).
     requests, seed
         Simulation settings (per search point; the check at R replicas simulates
         ``max(requests, 100 R)`` requests).
