@@ -22,9 +22,8 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from ..errors import SpecError, UnknownNameError, unknown_name
+from ..fileio import read_yaml
 
 #: Kernel-level decode-attention terms (TensorRT-LLM's decode kernel paths, work units, split-KV), fitted
 #: per accelerator on GQA and MHA calls; per-op prediction uses them for every head layout, the step
@@ -167,7 +166,8 @@ def load_profile(name: str) -> Efficiency:
     if name not in names:
         raise unknown_name("calibration profile", name, names + ["datasheet"])
     text = (resources.files("perfmodel") / "data" / "calibration" / f"{name}.yaml").read_text()
-    return efficiency_from_dict(yaml.safe_load(text), origin=f"calibration/{name}.yaml")
+    # libyaml when installed (read_yaml): the pure-Python loader took ~40 ms per profile, once per plan
+    return efficiency_from_dict(read_yaml(f"calibration/{name}.yaml", text), origin=f"calibration/{name}.yaml")
 
 
 def efficiency_from_dict(data: dict[str, Any], origin: str = "efficiency") -> Efficiency:
