@@ -48,3 +48,14 @@ def test_a_given_fraction_ignores_the_budget(sm):
         mem = engine_memory(sm, Engine.load("sglang", max_num_batched_tokens=budget,
                                             mem_fraction_static=0.8).profile)
         assert mem.fraction == 0.8 and mem.kv_pool == pytest.approx(0.8 * M_MIB * 2**20 - W - GIB)
+
+
+def test_plan_variants_of_two_budgets_get_their_own_pools(sm):
+    """The engine variants a plan searches (``--engine sglang --max-num-batched-tokens 2048,16384``) carry
+    the budget into the memory rule: f = 0.875 and 0.686 of 80 GiB, less W and R, per token."""
+    from perfmodel.planning.engine_space import engine_variants
+
+    pools = {e.profile.max_num_batched_tokens: float(e.step(sm).kv_capacity_tokens)
+             for e in engine_variants("sglang", max_num_batched_tokens="2048,16384")}
+    assert pools == {b: math.floor((f * M_MIB * 2**20 - W - GIB) / KV_TOKEN)
+                     for b, f in ((2048, 0.875), (16384, 0.686))}
