@@ -290,3 +290,10 @@ def prefill_tile_time(batch: ArrayLike, isl: ArrayLike, heads: ArrayLike, eff: E
     tiles = np.asarray(batch, dtype=float) * np.asarray(heads, dtype=float) * np.ceil(
         np.asarray(isl, dtype=float) / 128.0)
     return tiles * eff.op(family).get("tile_cost", 0.0)
+
+
+def form_parts(form: DecodeAttentionForm, batch, kv_len, kernels) -> OpTime:
+    """Time parts of a decode attention core with a calibrated form, ``kernels`` launches of its
+    per-launch overhead [s] (``batch`` sequences of ``kv_len`` KV tokens on the device)."""
+    t = form.time(batch, kv_len)
+    return OpTime(t.compute, t.memory, t.overhead * kernels, t.overlap, t.serial)

@@ -26,6 +26,9 @@ from .frozen import frozen
 from .parallel import Parallel
 from .work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
 
+#: Names of the ops whose cost depends on the decode context (decode attention cores, DSA decode indexers).
+CONTEXT_OPS = ("attention_decode", "indexer_decode")
+
 OpKind = Literal["gemm", "attention_decode", "attention_prefill", "memory", "indexer", "recurrent"]
 OpClass = Literal["attention_proj", "attention", "ffn", "moe", "elementwise", "embedding_head"]
 CommKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]

@@ -33,13 +33,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .attention_costs import form_parts
 from .breakdown import _Stack, dominant_term, stack_layout
 from .costs import OpTime, gemm_cost, op_time
 from .frozen import frozen
 from .ops import (
+    CONTEXT_OPS,
     Op,
     StepShape,
     _per_rank,
@@ -49,7 +52,9 @@ from .ops import (
     moe_work,
     prefill_attention_op,
 )
-from .step import CONTEXT_OPS, StepModel, form_parts
+
+if TYPE_CHECKING:
+    from .step import StepModel
 
 #: Names of the token counts an affine op may scale with (rows of :func:`token_sources`).
 SOURCES = ("tokens", "tokens_per_rank", "logits_per_rank", "decodes_per_rank", "prefill_up_per_rank")

@@ -22,7 +22,7 @@ from ..modelspec import ModelSpec, load_model
 from ..modelspec.schema import LayerGroup
 from ..precision import Precision, dtype, serving_activations
 from . import comm, topology
-from .attention_costs import DecodeAttentionForm, decode_attention_form, prefill_attention_parts
+from .attention_costs import DecodeAttentionForm, decode_attention_form, form_parts, prefill_attention_parts
 from .breakdown import PartSums, StackedRow, StepBreakdown
 from .costs import OpTime, gemm_compute_eta, gemm_cost, moe_time, op_time
 from .efficiency import Efficiency, profile_for
@@ -34,6 +34,7 @@ from .memory import (
     weights_per_device,
 )
 from .ops import (
+    CONTEXT_OPS,
     Message,
     Op,
     StepShape,
@@ -50,8 +51,6 @@ from .work import DecodeAttentionWork, MoEWork, PrefillAttentionWork
 
 #: Most operating points per op for which :meth:`StepModel.breakdown` costs the step's GEMMs in one pass.
 STACK_POINTS = 64
-#: Names of the ops whose cost depends on the decode context (decode attention cores, DSA decode indexers).
-CONTEXT_OPS = ("attention_decode", "indexer_decode")
 
 def check_system_size(hardware: object, tp: object = 1, pp: object = 1, dp_attention: object = 1) -> None:
     """A replica given a *system* id (``hgx-h100``) must fit in that system's device count.
@@ -86,13 +85,6 @@ def _stack_fields(ops: list[Op], idx: list[int], names: tuple[str, ...]
     if shapes:  # not all of one shape: broadcast each to the common one
         fields = [[np.broadcast_to(x, shape) for x in f] for f in fields]
     return [np.array(f, dtype=float) for f in fields], (len(idx),) + (1,) * len(shape)
-
-
-def form_parts(form: DecodeAttentionForm, batch, kv_len, kernels) -> OpTime:
-    """Time parts of a decode attention core with a calibrated form, ``kernels`` launches of its
-    per-launch overhead [s] (``batch`` sequences of ``kv_len`` KV tokens on the device)."""
-    t = form.time(batch, kv_len)
-    return OpTime(t.compute, t.memory, t.overhead * kernels, t.overlap, t.serial)
 
 
 class StepModel:
