@@ -25,7 +25,8 @@ Mapping rules (documented in ``docs/validation.md``):
   model's ``tp_size`` that does not divide its attention heads (DeepSeek-R1 on 12–72 GB200 GPUs) is
   run with attention DP over those GPUs (:func:`perfmodel.core.parallel.attention_layout`); the
   request count is unchanged.
-- ``disagg``: mapped only when the pools' worker counts and batch sizes are recorded; the decode
+- ``disagg``: mapped only when the pools' worker counts and batch sizes are recorded, or recovered
+  from the run's launch config (:func:`perfmodel.validation.disagg_layouts.fill_layout`); the decode
   replica runs ``decode_batch_size × decode_attention_dp`` requests, the prefill pool sees the same
   request rate spread over ``prefill_num_workers`` replicas.
 - Optional ``spec_decode``, ``prefix_hit_rate`` and ``prefix_caching`` columns: speculative decoding
@@ -51,6 +52,7 @@ from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
 from .arrivals import open_loop_mask, row_arrival
+from .disagg_layouts import fill_layout
 from .features import row_features
 from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
@@ -161,11 +163,6 @@ def _float(value) -> float:
         return float("nan")
 
 
-def _positive(value) -> bool:
-    """A CSV cell holding a number >= 1."""
-    return _float(value) >= 1
-
-
 def _text(value) -> str:
     return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
 
@@ -245,8 +242,9 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
         batch = _float(row.get("batch_size"))
         pool = ("agg layout", tp, pp, dp, ep, mtp)
     elif mode == "disagg":
-        if not (_positive(row.get("prefill_num_workers")) and _positive(row.get("decode_num_workers"))):
-            raise Skip("disagg: pool worker counts not recorded (prefill/decode_num_workers empty)")
+        row, missing = fill_layout(row)   # rows without worker counts: their launch config's layout
+        if missing:
+            raise Skip(missing)
         tp, pp, dp, ep, mtp = _pool(row, "decode_")
         batch = _float(row.get("decode_batch_size"))
         pool = ("decode pool layout", tp, pp, dp, ep, mtp)
