@@ -23,7 +23,9 @@ entry of its ``.github/configs/nvidia-master.yaml`` (``prefill``/``decode``: ``n
 A pool with ``dp-attn`` runs attention DP over its ``tp`` GPUs (``tp_size`` 1, ``attention_dp_size`` =
 tp); the MoE layers run ``moe_ep_size`` = ep and ``moe_tp_size`` = tp / ep (the convention of the rows
 that record their layout). ``decode_batch_size`` = concurrency / (decode workers × attention-DP ranks);
-``prefill_batch_size`` = 1. Rows that cannot be filled keep a ``status`` and ``reason``.
+``prefill_batch_size`` = 1. ``spec_decode`` is ``mtp:k=K`` when every matching entry runs MTP with K
+draft tokens named in its recipe file (``..._mtp3.yaml``), ``off`` when none speculates, else empty (not
+known). Rows that cannot be filled keep a ``status`` and ``reason``.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ SYSTEM = {"b200_sxm": "b200", "gb200": "gb200", "h100_sxm": "h100", "h200_sxm": 
 FRAMEWORK = {"trtllm": "dynamo-trt", "sglang": "dynamo-sglang"}
 POOL_FIELDS = ("num_workers", "batch_size", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 COLUMNS = ("id", "status", "reason", *[f"{p}_{f}" for p in ("prefill", "decode") for f in POOL_FIELDS],
-           "spec_decoding", "config_key", "recipe", "source_commit", "source_path")
+           "spec_decode", "spec_decoding", "config_key", "recipe", "source_commit", "source_path")
+#: Draft tokens per step in a TensorRT-LLM recipe name: ``..._eplb0_mtp3.yaml``, ``..._mtp3_256.yaml``.
+RECIPE_MTP = re.compile(r"_mtp(\d+)(?:_\d+)?\.yaml")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -108,6 +112,18 @@ def _number(x: float) -> int | float:
     return int(x) if float(x).is_integer() else round(x, 6)
 
 
+def spec_decode(hits: list[dict]) -> str:
+    """``spec_decode`` cell of a filled row: ``mtp:k=K`` when every matching entry runs MTP and its recipe
+    names the same K >= 1, ``off`` when none runs speculative decoding, '' (not known) otherwise."""
+    specs = {e["spec"] for e in hits}
+    if specs == {"none"}:
+        return "off"
+    ks = {m.group(1) if (m := RECIPE_MTP.search(e["recipe"])) else None for e in hits}
+    if specs == {"mtp"} and len(ks) == 1 and None not in ks and int(next(iter(ks))) >= 1:
+        return f"mtp:k={int(next(iter(ks)))}"
+    return ""
+
+
 def pool_columns(prefix: str, workers: int, tp: int, ep: int, dp_attn: bool) -> dict:
     """Schema columns of one pool from InferenceX's (num-worker, tp, ep, dp-attn)."""
     return {f"{prefix}_num_workers": workers, f"{prefix}_tp_size": 1 if dp_attn else tp,
@@ -151,7 +167,7 @@ def resolve(row: dict, versions: list[dict]) -> dict:
                 **pool_columns("prefill", lay[0], lay[1], lay[2], lay[3]), "prefill_batch_size": 1,
                 **pool_columns("decode", lay[4], lay[5], lay[6], lay[7]),
                 "decode_batch_size": _number(conc / (lay[4] * ranks)),
-                "recipe": "|".join(sorted({e["recipe"] for e in hits}))}
+                "spec_decode": spec_decode(hits), "recipe": "|".join(sorted({e["recipe"] for e in hits}))}
     why = ("a work-in-progress run (wip=True) of a config that main never carried before it was measured"
            if "wip=True" in src else "no main config version before the run has an entry with this "
            "concurrency, image and recorded GPUs per worker")

@@ -46,11 +46,17 @@ QUOTED = {
 POOL = ("num_workers", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 
 
+#: spec_decode filled for the quoted rows: MTP with the 3 draft tokens of recipe ..._mtp3.yaml; off; not
+#: known (one entry with MTP, one without)
+SPEC = dict(zip(QUOTED, ("mtp:k=3", "off", ""), strict=True))
+
+
 @pytest.mark.parametrize("rid", sorted(QUOTED))
 def test_filled_rows_match_the_quoted_config_entries(rid):
     commit, spec, pools, batch = QUOTED[rid]
     t = layout_table()[rid]
     assert (t["status"], t["source_commit"], t["spec_decoding"]) == ("filled", commit, spec)
+    assert t["spec_decode"] == SPEC[rid]
     for pool, values in pools.items():
         assert tuple(int(t[f"{pool}_{f}"]) for f in POOL) == values, pool
     assert float(t["decode_batch_size"]) == batch and t["prefill_batch_size"] == "1"
@@ -102,6 +108,16 @@ def test_fill_layout_says_why_a_row_stays_unmapped():
     assert "contradicts the recorded one" in why and "decode 8 GPUs/worker" in why
     _, why = fill_layout({**MEASURED[rid], "id": "not-a-known-run"})
     assert why.endswith("no launch config known for this run")
+
+
+def test_spec_decode_is_filled_only_where_the_row_has_none():
+    rid = next(iter(QUOTED))
+    assert fill_layout(MEASURED[rid])[0]["spec_decode"] == "mtp:k=3"
+    assert fill_layout({**MEASURED[rid], "spec_decode": "off"})[0]["spec_decode"] == "off"
+    unknown = list(QUOTED)[2]
+    assert "spec_decode" not in fill_layout(MEASURED[unknown])[0]   # entries disagree: left as recorded
+    dep, _ = map_rows(pd.DataFrame([MEASURED[rid]]))
+    assert dep.iloc[0]["spec_decode"] == "mtp" and dep.iloc[0]["spec_decode_label"].startswith("mtp:k=3")
 
 
 def test_map_rows_predicts_a_filled_row():

@@ -11,7 +11,9 @@ README), or why none can be assigned (``status`` ``ambiguous`` / ``recipe-only``
 :func:`fill_layout` applies it to one row: only rows whose worker counts are empty are touched, and only
 when the table's layout has the GPUs per worker and prefill EP degree the row records; the row's pool
 columns are then replaced by the complete layout (the recorded ones encode the same GPUs lossily, e.g.
-a DEP8 decode pool as ``tp_size`` 8, ``moe_tp_size`` 2, ``moe_ep_size`` 4).
+a DEP8 decode pool as ``tp_size`` 8, ``moe_tp_size`` 2, ``moe_ep_size`` 4). A row without a
+``spec_decode`` cell also gets the config's speculative decoding where it is known (MTP with the draft
+length its TensorRT-LLM recipe names, or off).
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ def _num(value) -> float:
         return float("nan")
 
 
+def _blank(value) -> bool:
+    """An empty cell: None, NaN or whitespace."""
+    return value is None or (isinstance(value, float) and value != value) or not str(value).strip()
+
+
 def _gpus_per_worker(row: dict, pool: str) -> float:
     """tp × attention DP of a pool (an empty attention-DP cell means 1)."""
     dp = _num(row.get(f"{pool}_attention_dp_size"))
@@ -63,7 +70,9 @@ def fill_layout(row: dict, table: dict[str, dict[str, str]] | None = None) -> tu
     -------
     row : dict
         ``row`` itself when it records its worker counts, is not ``disagg`` or is not in the table;
-        else a copy with the ``prefill_*``/``decode_*`` columns of :data:`FILLED` from the table.
+        else a copy with the ``prefill_*``/``decode_*`` columns of :data:`FILLED` from the table and,
+        when the row has none, its ``spec_decode`` (``mtp:k=K`` or ``off`` where the launch config says
+        so; left empty, i.e. off, where its entries disagree or name no K).
     reason : str or None
         None when the row can be mapped as returned; else the skip reason: :data:`NOT_RECORDED`
         followed by why the run's launch config does not give the layout.
@@ -82,4 +91,7 @@ def fill_layout(row: dict, table: dict[str, dict[str, str]] | None = None) -> tu
         return row, (f"{NOT_RECORDED}; disagg_workers.csv layout (prefill {source[0]:g} GPUs/worker, ep "
                      f"{source[1]:g}; decode {source[2]:g} GPUs/worker) contradicts the recorded one "
                      f"({recorded[0]:g}, {recorded[1]:g}, {recorded[2]:g})")
-    return {**row, **{k: entry[k] for k in FILLED}}, None
+    out = {**row, **{k: entry[k] for k in FILLED}}
+    if entry.get("spec_decode") and _blank(row.get("spec_decode")):
+        out["spec_decode"] = entry["spec_decode"]
+    return out, None

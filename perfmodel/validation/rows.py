@@ -230,6 +230,7 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
     except ValueError as exc:
         raise Skip(str(exc)) from None
     total = silicon_concurrency(row.get("silicon_data_source", ""))
+    row, missing = fill_layout(row)   # disagg rows without worker counts: their launch config's layout
     try:
         features = row_features(row)
     except ValueError as exc:
@@ -242,7 +243,6 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
         batch = _float(row.get("batch_size"))
         pool = ("agg layout", tp, pp, dp, ep, mtp)
     elif mode == "disagg":
-        row, missing = fill_layout(row)   # rows without worker counts: their launch config's layout
         if missing:
             raise Skip(missing)
         tp, pp, dp, ep, mtp = _pool(row, "decode_")
