@@ -65,9 +65,10 @@ def test_every_row_is_predicted_or_skipped_with_a_reason(public):
 def test_disaggregated_rows_with_worker_counts_are_predicted(public):
     preds = public["preds"]
     disagg = preds[preds["mode"] == "disagg"]
-    # 146 rows record both pools' worker counts; 241 more (kept after de-duplication) get theirs from
-    # the runs' InferenceX launch configs (disagg_workers.csv)
-    assert len(disagg) > 380
+    # 146 rows record both pools' worker counts; 175 more (kept after de-duplication) get theirs from
+    # the runs' InferenceX launch configs (disagg_workers.csv); 66 filled MTP runs are skipped (spec
+    # decoding on P/D rows is not modelled in validation)
+    assert len(disagg) > 310
     table = layout_table()
     unresolved = sum(t["status"] != "filled" for t in table.values())
     assert (public["skipped"]["reason"].str.startswith("disagg: pool worker counts not recorded")).sum() == unresolved
