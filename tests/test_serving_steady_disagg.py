@@ -7,10 +7,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from perfmodel.engine.calibration import PARAMETERS, EngineCalibration
+from perfmodel.engine.engine import Engine
 from perfmodel.engine.prefill import prefill_batch_time
 from perfmodel.errors import ConfigError
 from perfmodel.serving import Disaggregated, Workload, load_engine, simulate, steady_state_disagg
 from perfmodel.serving.stand_in import ConstantStepModel, LinearStepModel, RooflineStepModel
+from perfmodel.serving.steady_disagg import lockstep_prefill_time
 
 NO_OVERHEAD = load_engine("vllm", backend=None, step_overhead=0.0, seq_overhead=0.0)
 H100_8B = RooflineStepModel.llama_8b_h100()
@@ -148,3 +151,45 @@ def test_closed_loop_identity_and_bounds(c, isl, osl, p, d, z, sync):
     # a prompt never gets its first token faster than prefilling it alone
     alone = prefill_batch_time(lin, NO_OVERHEAD, float(isl), 1.0)
     assert ttft >= 0.999 * float(alone)
+
+
+def _lockstep_engine(phi: float) -> Engine:
+    """The overhead-free vLLM scheduler with the attention-DP prefill lock-step share φ."""
+    return Engine(NO_OVERHEAD, EngineCalibration("vllm", 0.0, 0.0, prefill_dp_lockstep=phi), True, "test")
+
+
+def test_lockstep_prefill_time_by_hand():
+    # t(m) = 5 ms + 20 us per token; 1024-token prompts on 4 ranks: t(1) = 25.48 ms, t(4) = 86.92 ms
+    s = LinearStepModel(base=0.005, per_token=2e-5)
+    t1, t4 = 0.005 + 2e-5 * 1024, 0.005 + 2e-5 * 4096
+    assert float(lockstep_prefill_time(s, NO_OVERHEAD, 1024, 1, 4, 0.0)) == pytest.approx(t1)
+    assert float(lockstep_prefill_time(s, NO_OVERHEAD, 1024, 1, 4, 1.0)) == pytest.approx(t4)
+    assert float(lockstep_prefill_time(s, NO_OVERHEAD, 1024, 1, 4, 0.5)) == pytest.approx((t1 + t4) / 2)
+    # as many prompts as ranks, or one rank: the step model's time whatever φ
+    assert float(lockstep_prefill_time(s, NO_OVERHEAD, 1024, 6, 4, 1.0)) == pytest.approx(0.005 + 2e-5 * 6144)
+    assert float(lockstep_prefill_time(s, NO_OVERHEAD, 1024, 1, 1, 1.0)) == pytest.approx(t1)
+
+
+def test_lockstep_share_lengthens_the_light_load_ttft_on_dp_prefill():
+    # one client: one prompt per step on a 4-rank prefill replica; φ = 1 costs the step as 4 prompts,
+    # 3 x 1024 tokens x 20 us = 61.44 ms more TTFT; φ = 0.5 half of it; one rank: no change
+    s = LinearStepModel(base=0.005, per_token=2e-5)
+
+    def ttft(phi, ranks):
+        return float(steady_state_disagg(s, s, 1, 1024, 64, prefill_engine=_lockstep_engine(phi),
+                                         prefill_schedulers=ranks).ttft_s)
+
+    assert ttft(1.0, 4) - ttft(0.0, 4) == pytest.approx(3 * 1024 * 2e-5, rel=1e-6)
+    assert ttft(0.5, 4) - ttft(0.0, 4) == pytest.approx(1.5 * 1024 * 2e-5, rel=1e-6)
+    assert ttft(1.0, 1) == pytest.approx(ttft(0.0, 1), rel=1e-12)
+    # the pool's capacity (full steps of m_max >= S prompts) does not change: same throughput at saturation
+    full = [steady_state_disagg(s, s, 5000, 1024, 64, prefill_engine=_lockstep_engine(p), prefill_schedulers=4)
+            for p in (0.0, 1.0)]
+    assert float(full[1].requests_per_s) == pytest.approx(float(full[0].requests_per_s), rel=1e-6)
+    assert str(full[0].limited_by) == "prefill_pool"
+
+
+def test_lockstep_preset_is_zero():
+    # profiles without the parameter (the shipped calibrated.yaml before it was fitted) keep today's TTFT
+    assert EngineCalibration.preset("trtllm").prefill_dp_lockstep == 0.0
+    assert PARAMETERS["prefill_dp_lockstep"][:2] == (0.0, 1.0)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.calibration.engine_fit import folds
+from perfmodel.calibration.engine_fit import INTERIOR_START, _constrained, folds
 from perfmodel.engine.calibration import EngineCalibration, load_profile, presets, profile_from_dict
 from perfmodel.engine.engine import Engine
 from perfmodel.serving import load_engine, steady_state
@@ -136,3 +138,17 @@ def test_folds_cover_every_row_once():
         assert np.array_equal(np.sum(masks, axis=0), np.ones(6))
     with pytest.raises(ValueError):
         folds(rows, "bogus")
+
+
+def test_lockstep_share_fitted_only_where_a_prefill_pool_has_attention_dp():
+    # a backend whose P/D rows all prefill on one rank (or that has none) keeps the preset 0
+    def problem(*ranks):
+        batches = [SimpleNamespace(prefill_schedulers=np.array(r, dtype=float)) for r in ranks]
+        return SimpleNamespace(disagg={"trtllm": batches} if batches else {})
+
+    names = ("sync_fraction", "prefill_dp_lockstep")
+    assert _constrained(problem([1.0, 8.0]), "trtllm", names) == list(names)
+    assert _constrained(problem([1.0, 1.0]), "trtllm", names) == ["sync_fraction"]
+    assert _constrained(problem(), "trtllm", names) == ["sync_fraction"]
+    assert _constrained(problem([4.0]), "vllm", names) == ["sync_fraction"]
+    assert INTERIOR_START["prefill_dp_lockstep"] == 0.5

@@ -36,6 +36,10 @@ F_SCALE = 0.15
 MIN_ROWS = 8
 #: Folds of the grouped k-fold split.
 K_FOLDS = 5
+#: Starting values inside the bounds for parameters whose preset sits on a bound, where the trust-region
+#: solver would leave them (each is fitted only where some training row depends on it, see
+#: :func:`_constrained`).
+INTERIOR_START = {"prefill_dp_lockstep": 0.5}
 #: Columns that define a deployment configuration (the k-fold groups).
 GROUP_COLUMNS = ("model", "system", "backend", "tp", "pp", "dp", "ep", "weights")
 
@@ -51,6 +55,13 @@ class FitResult:
 def _scored(problem: ServingProblem) -> np.ndarray:
     """Rows usable for fitting: not flagged anomalous."""
     return not_flagged(problem.rows)
+
+
+def _constrained(problem: ServingProblem, backend: str, names: tuple[str, ...]) -> list[str]:
+    """``names`` less the parameters no row of ``backend`` in ``problem`` depends on:
+    ``prefill_dp_lockstep`` needs a P/D row whose prefill replica has more than one attention-DP rank."""
+    dp_prefill = any(np.any(b.prefill_schedulers > 1) for b in problem.disagg.get(backend, []))
+    return [k for k in names if k != "prefill_dp_lockstep" or dp_prefill]
 
 
 def fit_backend(problem: ServingProblem, backend: str, start: EngineCalibration | None = None,
@@ -79,11 +90,13 @@ def fit_backend(problem: ServingProblem, backend: str, start: EngineCalibration 
     n = len(sub.rows)
     if n < MIN_ROWS:
         return EngineCalibration(**{**start.__dict__, "fit": {"rows": n, "status": "too few rows: preset"}})
-    names = list(names)
+    names = _constrained(sub, backend, names)
     lo = np.array([PARAMETERS[k][0] for k in names])
     hi = np.array([PARAMETERS[k][1] for k in names])
     scale = np.array([PARAMETERS[k][2] for k in names])
-    x0 = np.clip(np.array([start.values()[k] for k in names]), lo, hi)
+    x0 = np.array([start.values()[k] for k in names])
+    x0 = np.clip([INTERIOR_START[k] if k in INTERIOR_START and v in PARAMETERS[k][:2] else v
+                  for k, v in zip(names, x0, strict=True)], lo, hi)
     m_ttft = sub.rows["measured_ttft_s"].to_numpy(float)
     m_tpot = sub.rows["measured_tpot_s"].to_numpy(float)
 

@@ -30,7 +30,15 @@ the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`
     client, added to the TTFT as that many mean decode steps (TPOT): engines that overlap scheduling
     with the GPU (TensorRT-LLM's overlap scheduler, vLLM's async scheduling) return each step's
     tokens one step late, and streaming or detokenisation may batch a few more. Fitted values at the
-    bound also stand for TTFT that grows with load faster than the closed form's queueing.
+    bound also stand for TTFT that grows with load faster than the closed form's queueing;
+``prefill_dp_lockstep`` [-]
+    share, 0 to 1, of a full step that a prefill-only step of an attention-DP prefill replica (P/D
+    disaggregation) costs when it holds fewer prompts m than ranks S: the step takes
+    t(m) + φ·(t(S) − t(m)) (:func:`perfmodel.serving.steady_disagg.lockstep_prefill_time`).
+    0 is the step model's even split (the ranks share the work of m prompts); 1 is a step that lasts as
+    long as one with a prompt on every rank (the ranks step together, each waiting for the slowest).
+    Only P/D rows with ``prefill_attention_dp`` > 1 constrain it; the preset 0 leaves every other
+    prediction as it was.
 
 Held at :data:`FIXED` (still stored, and usable by hand): ``step_overhead`` [s] and
 ``seq_overhead`` [s/seq] — the engine profile's host time per step and per sequence — and
@@ -73,12 +81,14 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "request_overhead": (1e-3, 1.0, 1e-2),
     "sync_fraction": (0.0, 1.0, 0.1),
     "first_token_steps": (0.0, 3.0, 0.1),
+    "prefill_dp_lockstep": (0.0, 1.0, 0.1),
 }
 #: Parameters without a unit.
-DIMENSIONLESS = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "sync_fraction")
+DIMENSIONLESS = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "sync_fraction",
+                 "prefill_dp_lockstep")
 #: The parameters fitted.
 FITTED: tuple[str, ...] = ("decode_kernel_scale", "prefill_kernel_scale", "small_m_tactic", "request_overhead",
-                           "sync_fraction", "first_token_steps")
+                           "sync_fraction", "first_token_steps", "prefill_dp_lockstep")
 #: Parameters held fixed in the fit (see module docstring); the rest start from the presets.
 FIXED: dict[str, float] = {"step_overhead": 0.0, "seq_overhead": 0.0, "layer_overhead": 0.0}
 #: Lower bound of ``request_overhead``: a request crosses at least an HTTP hop and the tokeniser.
@@ -99,6 +109,7 @@ class EngineCalibration:
     request_overhead: float = MIN_REQUEST_OVERHEAD
     sync_fraction: float = 0.0
     first_token_steps: float = 0.0
+    prefill_dp_lockstep: float = 0.0
     fit: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod

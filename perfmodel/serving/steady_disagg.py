@@ -22,6 +22,11 @@ collecting its batch:
 
 .. math:: \mathrm{TTFT} = \left(1 - \frac{1}{m}\right)\frac{t(m)}{2} + t(m) + t_{kv}
 
+With S attention-DP ranks per prefill replica, a step of m < S prompts is costed
+:math:`t(m) + \phi\,(t(S) - t(m))` (:func:`lockstep_prefill_time`): φ = 0 splits the m prompts' work
+evenly over the ranks (the step model's mean), φ = 1 makes the step as long as one with a prompt on
+every rank (the ranks step together). φ is the prefill engine's fitted ``prefill_dp_lockstep``.
+
 *Closed loop.* :math:`C = X\,(\mathrm{TTFT} + (O-1)\,\mathrm{TPOT} + Z)`, solved for n by bisection
 on g(n) − n, g being the decode batch the loop sustains around a batch n (positive as n → 0, at
 most min(C/D, caps) above), with n capped by the decode replica's ``max_num_seqs`` and KV capacity, and X by the prefill
@@ -46,6 +51,40 @@ from ..errors import ConfigError
 from .protocol import resolve_step_model
 from .steady_state import SteadyState
 from .waves import wave_wait
+
+
+def lockstep_prefill_time(model: Any, engine: Any, isl: ArrayLike, m: ArrayLike, schedulers: ArrayLike,
+                          lockstep: ArrayLike) -> np.ndarray:
+    r"""Time to prefill m prompts on a replica of S attention-DP ranks that step together [s].
+
+    .. math:: t_\phi(m) = t(m) + \phi\,\bigl(t(\max(m, S)) - t(m)\bigr)
+
+    with t = :func:`perfmodel.engine.prefill.prefill_batch_time`. The step model spreads the work of m
+    prompts evenly over the S ranks; with fewer prompts than ranks, a prompt (its attention and every
+    per-rank layer) sits on one rank and the ranks that have none wait for it at each layer's
+    expert exchange. φ = 0 keeps the even split, φ = 1 costs the step as one with a prompt on every
+    rank. Unchanged for m ≥ S and for S = 1.
+
+    Parameters
+    ----------
+    model : StepModelLike
+        Step model of one prefill replica.
+    engine : EngineProfile
+        Its engine (token budget, step and sequence overheads).
+    isl, m : array_like
+        Prompt tokens I and prompts per step m.
+    schedulers : array_like
+        Attention-DP ranks S of the replica.
+    lockstep : array_like
+        φ, 0 to 1 [-].
+    """
+    t = prefill_batch_time(model, engine, isl, m)
+    phi = np.asarray(lockstep, dtype=float)
+    if not np.any(phi > 0):
+        return t
+    full = np.maximum(np.asarray(m, dtype=float), np.asarray(schedulers, dtype=float))
+    return t + phi * (prefill_batch_time(model, engine, isl, full) - t)
+
 
 #: Newton iterations of the prompts-per-step m at the solution (2 per outer iteration before).
 _BATCH_ITERATIONS = 6
@@ -115,6 +154,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     if np.any(sync > 1):
         raise ConfigError(f"sync_fraction: must be within [0, 1], got {float(sync[sync > 1].ravel()[0])!r}")
     Osl = np.maximum(Osl, 2.0)
+    phi = p_engine.terms.prefill_dp_lockstep
     Z = Z + p_engine.request_overhead   # the request's time outside the engines' steps
     late = p_engine.terms.first_token_steps   # the client sees its tokens this many steps late
     others = np.maximum(C / D - 1.0, 0.0) / np.maximum(C / D, 1.0)   # other clients of a decode replica
@@ -142,13 +182,13 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         for _ in range(refine):
             # Newton step on m = lam t(m) with t linearised at m (t is close to affine in m); plain
             # substitution crawls when lam dt/dm is near 1 and left Little's law 0.4 % off
-            t0 = prefill_batch_time(pm, pe, Isl, m)
-            slope = prefill_batch_time(pm, pe, Isl, m + 1.0) - t0
+            t0 = lockstep_prefill_time(pm, pe, Isl, m, Sp, phi)
+            slope = lockstep_prefill_time(pm, pe, Isl, m + 1.0, Sp, phi) - t0
             denom = 1.0 - lam * slope
             with np.errstate(divide="ignore", invalid="ignore"):
                 m = np.where(denom > 0, lam * (t0 - slope * m) / denom, m_max)
             m = np.clip(m, 1.0, m_max)
-        t = prefill_batch_time(pm, pe, Isl, m)
+        t = lockstep_prefill_time(pm, pe, Isl, m, Sp, phi)
         return (1.0 - 1.0 / m) * t / 2.0 + t + Tkv
 
     def excess(n: np.ndarray) -> np.ndarray:
