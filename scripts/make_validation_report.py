@@ -123,6 +123,7 @@ def _parameters_section(o: dict) -> str:
                      "request_overhead [ms]": entry["request_overhead"] * 1e3,
                      "sync_fraction": entry["sync_fraction"],
                      "first_token_steps": entry.get("first_token_steps", 0.0),
+                     "prefill_dp_lockstep": entry.get("prefill_dp_lockstep", 0.0),
                      "fixed: step / seq / layer overhead": "0 / 0 / 0", "rows fitted": fit.get("rows")})
     return rep.markdown_table(rows)
 

@@ -6,9 +6,9 @@ Usage::
 
 Builds the shipped serving problem (calibrated per-op profile), runs
 :func:`perfmodel.calibration.engine_fit.cross_validate` (``kfold``) on the rows of the chosen backend(s)
-and prints TTFT/TPOT median, p90 and bias overall, by engine, by concurrency band and for
-gpt-oss-120b at low load (C <= 16). ``--fit`` fits only the named parameters (default
-:data:`perfmodel.engine.calibration.FITTED`). Used to measure the request-path terms of issue 19.
+and prints TTFT/TPOT median, p90 and bias overall, by engine, by mode (aggregated, P/D-disaggregated,
+and the P/D rows by engine), by concurrency band and for gpt-oss-120b at low load (C <= 16). ``--fit``
+fits only the named parameters (default :data:`perfmodel.engine.calibration.FITTED`). Used to measure the request-path terms of issue 19.
 """
 
 from __future__ import annotations
@@ -60,6 +60,10 @@ def main() -> int:
     print(_line("all", held))
     for b, sub in held.groupby("backend"):
         print(_line(str(b), sub))
+    for m, sub in held.groupby("mode"):
+        print(_line(f"mode {m}", sub))
+    for b, sub in held[held["mode"] == "disagg"].groupby("backend"):
+        print(_line(f"disagg {b}", sub))
     c = held["concurrency"].to_numpy(float)
     for lo, hi, name in BANDS:
         print(_line(f"band {name}", held[(c >= lo) & (c <= hi)]))
