@@ -51,7 +51,7 @@ def parts(problem, engines: dict) -> pd.DataFrame:
                 "prefill_capacity_per_s": capacity, "rho_prefill": res.requests_per_s / capacity,
                 "kv_transfer_s": b.kv_transfer_s,
                 "wave_s": eng.terms.sync_fraction * wave_wait(pm, b.clients / p, isl, pe, sp),
-                "ttft_s": res.ttft_s, "limited_by": res.limited_by}))
+                "ttft_s": res.ttft_mean_s, "limited_by": res.limited_by}))
     got = pd.concat(out).sort_values("position")
     rows = problem.rows.iloc[got["position"].to_numpy()].reset_index(drop=True)
     got = got.drop(columns="position").reset_index(drop=True)

@@ -177,7 +177,7 @@ def test_lockstep_share_lengthens_the_light_load_ttft_on_dp_prefill():
 
     def ttft(phi, ranks):
         return float(steady_state_disagg(s, s, 1, 1024, 64, prefill_engine=_lockstep_engine(phi),
-                                         prefill_schedulers=ranks).ttft_s)
+                                         prefill_schedulers=ranks).ttft_mean_s)
 
     assert ttft(1.0, 4) - ttft(0.0, 4) == pytest.approx(3 * 1024 * 2e-5, rel=1e-6)
     assert ttft(0.5, 4) - ttft(0.0, 4) == pytest.approx(1.5 * 1024 * 2e-5, rel=1e-6)
