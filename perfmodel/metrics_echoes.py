@@ -59,7 +59,7 @@ _PROFILE = {"max_num_batched_tokens": "1", "max_num_seqs": "1", "kv_block_size":
             "mem_fraction_static": "1", "free_gpu_memory_fraction": "1", "schema_version": "1"}
 _TERMS = {"step_overhead": "s", "seq_overhead": "s/sequence", "layer_overhead": "s/layer",
           "decode_kernel_scale": "1", "prefill_kernel_scale": "1", "small_m_tactic": "1", "request_overhead": "s",
-          "sync_fraction": "1", "first_token_steps": "1"}
+          "sync_fraction": "1", "first_token_steps": "1", "prefill_dp_lockstep": "1"}
 SERVING = ("simulate", "max-load")
 
 #: Every echoed input format with numbers.

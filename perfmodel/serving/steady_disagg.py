@@ -86,8 +86,12 @@ def lockstep_prefill_time(model: Any, engine: Any, isl: ArrayLike, m: ArrayLike,
     return t + phi * (prefill_batch_time(model, engine, isl, full) - t)
 
 
-#: Newton iterations of the prompts-per-step m at the solution (2 per outer iteration before).
-_BATCH_ITERATIONS = 6
+#: Newton steps of the prompts-per-step m inside the bisection on the decode batch, and bisection
+#: steps of m for the reported TTFT. Newton warm-started from the previous bisection step cycled on
+#: some P/D rows with thousands of clients, so the answer depended on the outer step count
+#: (a DeepSeek-R1 H200 SGLang row moved 5 % between 40 and 60 steps).
+_BATCH_NEWTON_STEPS = 3
+_BATCH_BISECTIONS = 30
 
 
 def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: ArrayLike, isl: ArrayLike,
@@ -174,20 +178,28 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         seen = np.minimum(1.0 + n * others, np.maximum(n_cap, n))   # a decoding sequence's own batch
         return dm.step_time(seen, cbar, 0.0, 0.0) + de.step_overhead + de.seq_overhead * seen
 
-    m = np.ones_like(C)   # prompts per prefill step, refined a few iterations per call (warm start)
-
-    def ttft_of(x: np.ndarray, refine: int = _BATCH_ITERATIONS) -> np.ndarray:
-        nonlocal m
-        lam = x / P
-        for _ in range(refine):
-            # Newton step on m = lam t(m) with t linearised at m (t is close to affine in m); plain
-            # substitution crawls when lam dt/dm is near 1 and left Little's law 0.4 % off
+    def prompts_per_step(lam: np.ndarray, exact: bool) -> np.ndarray:
+        """m solving m = λ t(m) on [1, m_max] (t increases with m; m_max where the pool saturates).
+        Inside the bisection on n: Newton steps from m = 1 with t linearised (t is close to affine in
+        m), the same steps for the same n whatever came before; for the answer: bisection on m."""
+        if exact:
+            lo_m, hi_m = np.ones_like(lam), np.broadcast_to(m_max, lam.shape).astype(float)
+            for _ in range(_BATCH_BISECTIONS):
+                mid = 0.5 * (lo_m + hi_m)
+                up = lam * lockstep_prefill_time(pm, pe, Isl, mid, Sp, phi) > mid
+                lo_m, hi_m = np.where(up, mid, lo_m), np.where(up, hi_m, mid)
+            return 0.5 * (lo_m + hi_m)
+        m = np.ones_like(lam)
+        for _ in range(_BATCH_NEWTON_STEPS):
             t0 = lockstep_prefill_time(pm, pe, Isl, m, Sp, phi)
             slope = lockstep_prefill_time(pm, pe, Isl, m + 1.0, Sp, phi) - t0
             denom = 1.0 - lam * slope
             with np.errstate(divide="ignore", invalid="ignore"):
-                m = np.where(denom > 0, lam * (t0 - slope * m) / denom, m_max)
-            m = np.clip(m, 1.0, m_max)
+                m = np.clip(np.where(denom > 0, lam * (t0 - slope * m) / denom, m_max), 1.0, m_max)
+        return m
+
+    def ttft_of(x: np.ndarray, exact: bool = False) -> np.ndarray:
+        m = prompts_per_step(x / P, exact)
         t = lockstep_prefill_time(pm, pe, Isl, m, Sp, phi)
         return (1.0 - 1.0 / m) * t / 2.0 + t + Tkv
 
@@ -196,7 +208,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
         tpot = tpot_of(n)
         dec = (Osl - 1) * tpot
         x = np.minimum(D * n / dec, x_prefill)
-        return np.minimum.reduce([C / D * dec / (ttft_of(x, 2) + dec + Z + late * tpot), n_cap,
+        return np.minimum.reduce([C / D * dec / (ttft_of(x) + dec + Z + late * tpot), n_cap,
                                   x_prefill * dec / D]) - n
 
     # bisection on g(n) = n: g > 0 near n = 0 and g <= min(C/D, n_cap), so the root is bracketed
@@ -209,7 +221,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     n = np.maximum(0.5 * (lo + hi), 1e-6)
     tpot = tpot_of(n)
     X = D * n / ((Osl - 1) * tpot)
-    ttft = np.maximum(ttft_of(X), C / X - (Osl - 1) * tpot - Z - late * tpot) + wave + p_engine.ttft_added(tpot)
+    ttft = np.maximum(ttft_of(X, exact=True), C / X - (Osl - 1) * tpot - Z - late * tpot) + wave + p_engine.ttft_added(tpot)
     names = np.array(["clients", "max_num_seqs", "kv_cache", "prefill_pool"])
     n_at_prefill_cap = x_prefill * (Osl - 1) * tpot / D
     limits = np.stack([caps["max_num_seqs"], np.broadcast_to(caps["kv_cache"], C.shape), n_at_prefill_cap])
