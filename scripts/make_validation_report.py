@@ -261,6 +261,12 @@ def write_report(o: dict, findings: str) -> None:
         "### By engine\n", rep.markdown_table(rep.group_rows(scored, "backend")), "",
         "### By model\n", rep.markdown_table(rep.group_rows(scored, "model")), "",
         "### By mode\n", rep.markdown_table(rep.group_rows(scored, "mode")), "",
+        "### By speculative decoding\n",
+        "As predicted: the row's `spec_decode` column, else the depth its public source documents "
+        "(`perfmodel/validation/source_rules.py`; rules and citations in `perfmodel/data/validation/README.md`), "
+        "else off.\n",
+        rep.markdown_table(rep.group_rows(scored, "spec_decode_text")), "",
+        "### By prefix caching\n", rep.markdown_table(rep.group_rows(scored, "prefix_caching")), "",
         "### Median signed TTFT error by concurrency\n",
         rep.markdown_table(rep.residual_by_concurrency(scored, "ttft")), "",
         "### Median signed TPOT error by concurrency\n",
@@ -656,7 +662,10 @@ METHOD = """\
   (on/off). Aggregated rows with either are predicted by `steady_state` on their step model under the
   engine with that speculation and hit rate (not tabulated); disaggregated ones are skipped with the reason,
   as is a bare `Y` that names no method. The summary reports error by `spec_decode` (method or `off`) and
-  `prefix_caching`. The public rows record neither, so every scored row is in the `off` groups.
+  `prefix_caching`. The public rows record neither; where a row's public source documents MTP (InferenceX
+  TensorRT-LLM and SGLang DeepSeek-R1 sweeps), `source_rules.py` fills `spec_decode` by a cited rule
+  (`spec_decode_rule` names it) and flags rows the source ran both with and without MTP, and GB200 P/D runs
+  recorded as aggregated, as anomalous.
 """
 
 

@@ -30,7 +30,9 @@ Mapping rules (documented in ``docs/validation.md``):
   replica runs ``decode_batch_size × decode_attention_dp`` requests, the prefill pool sees the same
   request rate spread over ``prefill_num_workers`` replicas.
 - Optional ``spec_decode``, ``prefix_hit_rate`` and ``prefix_caching`` columns: speculative decoding
-  and prefix caching (:mod:`perfmodel.validation.features`); absent or empty means off.
+  and prefix caching (:mod:`perfmodel.validation.features`); absent or empty means off, unless a rule
+  of :mod:`perfmodel.validation.source_rules` reads the speculation from the row's public source
+  (``spec_decode_rule`` names it; ``source_flag`` says why a row is flagged by such a rule).
 - Optional arrival columns (:mod:`perfmodel.validation.arrivals`): a row with ``arrival = open`` is an
   open-loop run at a request rate. :func:`map_rows` maps closed-loop rows by default and skips open
   ones with the reason (the closed-loop steady state must not answer for them); ``arrival="open"``
@@ -56,6 +58,7 @@ from .disagg_layouts import fill_layout
 from .features import row_features
 from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
+from .source_rules import apply_source_rules
 
 #: ``system`` column -> accelerator id.
 SYSTEMS: dict[str, str] = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "gb200": "gb200"}
@@ -231,12 +234,13 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
         raise Skip(str(exc)) from None
     total = silicon_concurrency(row.get("silicon_data_source", ""))
     row, missing = fill_layout(row)   # disagg rows without worker counts: their launch config's layout
+    row, documented = apply_source_rules(row)
     try:
         features = row_features(row)
     except ValueError as exc:
         raise Skip(f"feature: {exc}") from None
     out = {"hardware": hardware, "model_key": model.id, "weights": weights, "activations": act,
-           "kv_cache": kv, "total_concurrency": total, **features}
+           "kv_cache": kv, "total_concurrency": total, **features, **documented}
     mode = _text(row.get("mode")) or "agg"
     if mode == "agg":
         tp, pp, dp, ep, mtp = _pool(row, "")

@@ -1,0 +1,104 @@
+"""Speculative decoding and layouts that a measured row's public source documents (source_rules.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from perfmodel.engine.calibration import load_profile
+from perfmodel.validation.anomalies import flag_anomalies
+from perfmodel.validation.data import shipped_path
+from perfmodel.validation.rows import map_rows
+from perfmodel.validation.run import serving_problem
+from perfmodel.validation.source_rules import AMBIGUOUS, DISAGG_AS_AGG, apply_source_rules, documented_spec
+
+POST3 = ("source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=8; measured=2026-02-05T19:55:05Z; "
+         "wip=False; image=nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3")
+SGLANG = ("source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=128; "
+          "measured=2026-03-25T16:34:14Z; wip=False; image=lmsysorg/sglang:v0.5.9-cu130")
+
+
+def _row(source, backend="trtllm", system="b200_sxm", precision="fp8", tp=8, dp=1, batch=8, isl=1024, osl=1024,
+         mode="agg"):
+    return {"silicon_data_source": source, "backend": backend, "system": system, "precision": precision,
+            "tp_size": tp, "attention_dp_size": dp, "batch_size": batch, "isl": isl, "osl": osl, "mode": mode}
+
+
+def test_trtllm_mtp_image_gives_the_launch_scripts_depth():
+    assert documented_spec(_row(POST3))[:2] == ("mtp:k=3", "inferencex-trtllm-1.2.0rc6.post3")
+    # DP attention: the script sets MTP=1
+    assert documented_spec(_row(POST3, tp=1, dp=8, batch=32))[0] == "mtp:k=1"
+    # the same image outside the InferenceX dumps, or on another system, is not covered
+    assert documented_spec(_row(POST3.replace("source_file=2026-03-25.csv", "db-dump/2026-04-27")))[0] == ""
+    assert documented_spec(_row(POST3, system="h100_sxm"))[0] == ""
+
+
+def test_the_mtp_only_sweep_of_2026_01_14_and_not_other_days():
+    jan14 = POST3.replace("2026-02-05T19:55:05Z", "2026-01-14T00:00:00.000Z").replace(
+        "1.2.0rc6.post3", "1.1.0rc2.post2")
+    assert documented_spec(_row(jan14, system="h200_sxm"))[0] == "mtp:k=3"
+    assert documented_spec(_row(jan14.replace("2026-01-14", "2025-12-15")))[0] == ""
+
+
+@pytest.mark.parametrize("tp, batch, isl, osl, expected", [
+    (8, 128, 1024, 1024, "mtp"),        # above the plain config's C <= 64: only the MTP config ran it
+    (8, 64, 1024, 1024, AMBIGUOUS),     # both configs ran TP8 C = 64
+    (8, 8, 8192, 1024, "mtp"),          # plain 8192/1024 at TP8 stops at C = 4
+    (8, 4, 8192, 1024, AMBIGUOUS),
+    (4, 16, 8192, 1024, "off"),         # the MTP script refuses TP != 8
+])
+def test_sglang_sweep_by_concurrency_and_world_size(tp, batch, isl, osl, expected):
+    spelling, _, flag = documented_spec(_row(SGLANG, backend="sglang", tp=tp, batch=batch, isl=isl, osl=osl))
+    if expected == "mtp":
+        assert (spelling, flag) == ("mtp:k=2", "")
+    elif expected == AMBIGUOUS:
+        assert spelling == "" and flag.startswith(AMBIGUOUS)
+    else:
+        assert (spelling, flag) == ("", "")
+    # the fp4 sweep of that commit had no MTP config
+    assert documented_spec(_row(SGLANG, backend="sglang", precision="fp4", tp=tp, batch=batch))[0] == ""
+
+
+def test_own_column_wins_and_gb200_agg_rows_are_flagged():
+    row, extra = apply_source_rules({**_row(POST3), "spec_decode": "off"})
+    assert row["spec_decode"] == "off" and extra["spec_decode_rule"] == "column"
+    _, extra = apply_source_rules(_row(POST3.replace("b200", "gb200"), system="gb200", tp=72))
+    assert extra["source_flag"].startswith(DISAGG_AS_AGG)
+    _, extra = apply_source_rules(_row(POST3, system="gb200", mode="disagg"))
+    assert extra["source_flag"] == ""
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return pd.read_csv(shipped_path("serving"))
+
+
+def test_rules_on_the_shipped_rows(shipped):
+    dep, _ = map_rows(shipped)
+    by_rule = dep[dep["spec_decode_rule"] != ""].groupby(["spec_decode_rule", "spec_decode_text"]).size().to_dict()
+    assert by_rule == {("inferencex-sglang-b200-fp8-2026-03-25", "mtp:k=2"): 20,
+                       ("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=1"): 15,
+                       ("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=3"): 45,
+                       ("inferencex-trtllm-mtp-2026-01-14", "mtp:k=1"): 13,
+                       ("inferencex-trtllm-mtp-2026-01-14", "mtp:k=3"): 37}
+    assert set(dep.loc[dep["spec_decode_rule"] != "", "model_path"]) == {"deepseek-ai/DeepSeek-R1"}
+    flags = dep["source_flag"].str.split(":").str[0].value_counts().to_dict()
+    assert flags == {"": len(dep) - 61, AMBIGUOUS: 20, DISAGG_AS_AGG: 41}
+    gb200 = dep[dep["source_flag"].str.startswith(DISAGG_AS_AGG)]
+    assert set(gb200["system"]) == {"gb200"} and gb200["tp"].mul(gb200["dp"]).min() >= 12
+
+
+def test_flags_reach_the_anomaly_column_and_mtp_the_prediction(shipped):
+    ids = ["2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_0_ep1_0_1031",
+           "2026_04_06_deepseek_r1_gb200_trtllm_fp4_agg_1024x1024_c2252_tp12_ep1_27"]
+    rows = shipped[shipped["id"].isin(ids)]
+    dep, _ = map_rows(rows)
+    reasons = flag_anomalies(dep).to_numpy()
+    assert [r.startswith(DISAGG_AS_AGG) for r in reasons] == [False, True]
+    mtp_row = rows[rows["id"] == ids[0]]
+    plain = mtp_row.assign(spec_decode="off")
+    cal = load_profile("calibrated")
+    tpot = [serving_problem(r, "calibrated")[0].predictions(cal)["predicted_tpot_s"].iloc[0] for r in (mtp_row, plain)]
+    # MTP k = 3 at the default acceptance: faster, but by less than the accepted length E = 2.82 (a verify
+    # step of 4 tokens per sequence costs at least one plain step); 1.47x here
+    assert 1.3 < tpot[1] / tpot[0] < 2.82
