@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -102,3 +103,25 @@ def test_flags_reach_the_anomaly_column_and_mtp_the_prediction(shipped):
     # MTP k = 3 at the default acceptance: faster, but by less than the accepted length E = 2.82 (a verify
     # step of 4 tokens per sequence costs at least one plain step); 1.47x here
     assert 1.3 < tpot[1] / tpot[0] < 2.82
+
+
+def test_tabulated_speculation_matches_the_step_model(shipped):
+    """MTP rows go through the tables (fast enough to fit); they match the exact steady state of the
+    engine with that speculation on the step model (predict_direct) within the tables' error."""
+    from perfmodel.validation.predict import STEADY_STATE_ITERATIONS, engines_under
+    from perfmodel.validation.predict_direct import DirectBatch, direct_batches
+    from perfmodel.validation.stepmodels import StepModelCache
+
+    ids = ["2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_0_ep1_0_1031",    # mtp:k=3
+           "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c256_tp8_0_ep8_0_1028"]   # mtp:k=1, DP 8
+    problem, _ = serving_problem(shipped[shipped["id"].isin(ids)], "calibrated")
+    assert not problem.direct and sorted(problem.rows["spec_decode_text"]) == ["mtp:k=1", "mtp:k=3"]
+    cal = load_profile("calibrated")
+    tab = problem.predictions(cal)
+    for batch in direct_batches(problem.rows, StepModelCache("calibrated"))[0]:
+        index, backend = batch.pop("index"), batch.pop("backend")
+        exact = DirectBatch(np.arange(len(index)), **batch).solve(engines_under(cal)[backend],
+                                                                 STEADY_STATE_ITERATIONS)
+        got = tab.loc[index]
+        assert got["predicted_tpot_s"].to_numpy() == pytest.approx(exact.tpot_mean_s, rel=0.02)
+        assert got["predicted_ttft_s"].to_numpy() == pytest.approx(exact.ttft_mean_s, rel=0.02)

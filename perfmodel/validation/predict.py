@@ -9,9 +9,12 @@ call covers every row of an engine — which is what makes fitting and cross-val
 
 Disaggregated rows (both pools' worker counts recorded) go through
 :func:`perfmodel.serving.steady_state_disagg` (:mod:`perfmodel.validation.predict_disagg`), one call
-per configuration. Aggregated rows that recorded speculative decoding or a prefix-cache hit rate are
+per configuration. Aggregated rows with speculative decoding are tabulated too, with the ratio of the
+speculative to the plain decode time per generated token on the decode-batch grid
+(:func:`~perfmodel.validation.surrogate.build_tables`, the rule of :class:`perfmodel.engine.EngineStep`)
+and the engine's KV pool less the draft's share; aggregated rows with a prefix-cache hit rate are
 predicted on their step model directly (:mod:`perfmodel.validation.predict_direct`); disaggregated
-ones with those features are skipped with the reason.
+ones with either feature are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import pandas as pd
 
 from ..engine.calibration import EngineCalibration, presets
 from ..engine.engine import Engine
-from ..engine.kv_memory import engine_kv_tokens
+from ..engine.kv_memory import engine_kv_tokens, engine_memory, pool_tokens_with_draft
+from ..engine.speculative import parse_spec_decode
+from ..engine.speculative_draft import draft_step_model, kv_capacity_with_draft
 from ..errors import PerfmodelError
 from ..progress import Bar
 from ..serving import EngineProfile, steady_state
@@ -49,10 +54,27 @@ def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.
 
 
 def _featured(rows: pd.DataFrame) -> pd.Series:
-    """Rows that recorded speculative decoding or a prefix-cache hit rate (predicted without tables)."""
+    """Rows that recorded speculative decoding or a prefix-cache hit rate."""
     if "spec_decode" not in rows:
         return pd.Series(False, index=rows.index)
     return (rows["spec_decode"] != "off") | (rows["prefix_hit_rate"] > 0)
+
+
+def _prefix_hit(rows: pd.DataFrame) -> pd.Series:
+    """Rows with a prefix-cache hit rate: predicted on their step model (no tables)."""
+    if "prefix_hit_rate" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["prefix_hit_rate"] > 0
+
+
+def _spec_capacity(sm, eng: EngineProfile, spec) -> float:
+    """KV tokens of the engine's pool once the draft's weights and KV cache are in it (as
+    :meth:`perfmodel.engine.engine.Engine.step` sizes it)."""
+    draft = draft_step_model(sm, spec) if spec.method != "ngram" else None
+    mem = engine_memory(sm, eng, draft is not None)
+    if mem is None:
+        return float(kv_capacity_with_draft(sm, spec, draft))
+    return float(pool_tokens_with_draft(mem, spec, draft, sm.parallel.dp_attention))
 
 
 def engines_under(calibrations: Mapping[str, EngineCalibration] | None) -> dict[str, Engine]:
@@ -116,16 +138,19 @@ class ServingProblem:
         for _, r in deployments[featured & (mode == "disagg") & ~unknown].iterrows():
             skipped.append({"row": r["row"], "id": r["id"], "reason": "feature: speculative decoding or prefix "
                             "caching on a disaggregated row is not modelled in validation yet"})
-        direct, direct_skipped = direct_batches(deployments[featured & (mode == "agg") & ~unknown], cache)
+        hit = _prefix_hit(deployments)
+        direct, direct_skipped = direct_batches(deployments[hit & (mode == "agg") & ~unknown], cache)
         skipped += direct_skipped
-        agg = deployments[(mode == "agg") & ~unknown & ~featured]
+        agg = deployments[(mode == "agg") & ~unknown & ~hit]
+        if "spec_decode_text" not in agg:
+            agg = agg.assign(spec_decode_text="off")
         disagg_parts, disagg_skipped = tabulate_disagg(deployments[(mode == "disagg") & ~unknown & ~featured],
                                                        cache, engines)
         skipped += disagg_skipped
         parts: dict[str, list] = {}
         keep = []
         with Bar(len(agg), "validate", progress, unit="row") as bar:
-            for key, rows in config_groups(agg, (*CONFIG_COLUMNS, "backend")):
+            for key, rows in config_groups(agg, (*CONFIG_COLUMNS, "spec_decode_text", "backend")):
                 cls._tabulate(key, rows, cache, engines, skipped, parts, keep)
                 bar.update(len(rows))
         keep += [index for index, _ in disagg_parts.values()]
@@ -146,11 +171,15 @@ class ServingProblem:
     @staticmethod
     def _tabulate(key: tuple, rows: pd.DataFrame, cache: StepModelCache, engines: dict, skipped: list,
                   parts: dict, keep: list) -> None:
-        """Tabulate one configuration's rows (appends to ``parts`` and ``keep``, or to ``skipped``)."""
-        eng = engines[key[-1]]
+        """Tabulate one configuration's rows (appends to ``parts`` and ``keep``, or to ``skipped``).
+
+        ``key`` is the configuration, the speculation (``spec_decode_text``) and the backend."""
+        eng, config = engines[key[-1]], key[:-2]
+        spec = parse_spec_decode(key[-2]) if key[-2] != "off" else None
         try:
-            sm = cache.get(key[:-1])
-            capacity = float(sm.kv_capacity_tokens) and engine_kv_tokens(sm, eng)
+            sm = cache.get(config)
+            capacity = float(sm.kv_capacity_tokens) and (engine_kv_tokens(sm, eng) if spec is None
+                                                         else _spec_capacity(sm, eng, spec))
         except PerfmodelError as exc:
             capacity, sm = 0.0, None
             reason = f"step model error: {exc}"
@@ -163,7 +192,7 @@ class ServingProblem:
         isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
         p_max = np.maximum(isl, eng.max_num_batched_tokens * rows["dp"].to_numpy(float))
         tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
-                           layers=sm.model.num_layers, small_m_model=cache.small_m_variant(key[:-1]))
+                           layers=sm.model.num_layers, small_m_model=cache.small_m_variant(config), spec=spec)
         bind = _kv_can_bind(rows, capacity, eng)
         parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
         keep.append(rows.index.to_numpy())

@@ -28,6 +28,10 @@ variant (:func:`perfmodel.core.efficiency.small_m_variant`), the difference
 :math:`\\Delta_{s} = T_{variant} - T` is tabulated on the same grid and an engine mixes it in with a
 weight s ∈ [0, 1]: :math:`T + s\\,\\Delta_s`.
 
+Rows with speculative decoding carry the ratio :math:`r(n)` of the speculative to the plain device
+decode time per generated token at c̄ (tabulated on the n grid); a step's decode work is then charged
+per generated token as :class:`perfmodel.engine.EngineStep` does, :math:`T + (r - 1)\\,T_{dec}(n)`.
+
 The contract is that of :func:`steady_state`: ``step_time`` receives arrays broadcastable to the rows
 and a decode context equal to c̄ of the row wherever decodes are present; anything else is an error.
 """
@@ -90,6 +94,7 @@ class RowTables:
         self.engine_terms = terms
         self._extra = None
         self._np = tables["np"]
+        self._spec = "spec" in tables and bool(np.any(tables["spec"] != 1.0))
         if terms is not None:
             # the one engine step equation (perfmodel.engine.step), applied to the tabulated parts;
             # the p = 0 column holds the decode-only steps
@@ -127,6 +132,12 @@ class RowTables:
                 + wi * ((1 - wj) * v[rows, i + 1, j] + wj * v[rows, i + 1, j + 1]))
         if self._extra is not None:
             base = base + np.where((n > 0) | (p > 0), self._extra, 0.0)
+        if self._spec:   # decodes charged per generated token: T + (r(n) - 1) T_dec(n)
+            decode = (1 - wi) * v[rows, i, 0] + wi * v[rows, i + 1, 0]
+            if self._extra is not None:
+                decode = decode + self._extra
+            r_n = (1 - wi) * t["spec"][rows, i] + wi * t["spec"][rows, i + 1]
+            base = base + np.where(n > 0, (r_n - 1.0) * decode, 0.0)
         if not q.any():
             return base
         k, wk = _frac_index(q, t["hq"], Q_POINTS, False)
@@ -137,7 +148,7 @@ class RowTables:
 
 
 def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray, p_max: np.ndarray,
-                 layers: float = 0.0, small_m_model=None) -> dict[str, np.ndarray]:
+                 layers: float = 0.0, small_m_model=None, spec=None) -> dict[str, np.ndarray]:
     """Tabulate one step model for rows of prompt ``isl``, output ``osl`` (1-D arrays).
 
     Parameters
@@ -155,12 +166,16 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
         :meth:`RowTables.adjusted`).
     small_m_model : StepModelLike, optional
         The small-M variant of ``step_model`` (see module docstring); None = no variant.
+    spec : SpecDecode, optional
+        Speculative decoding of these rows (None: none).
 
     Returns
     -------
     dict
-        Arrays keyed ``cbar, hn, hp, hq, np, npo, nps, dq, layers`` with the row as leading axis
-        (``npo``: the per-kernel fixed part of ``np``; ``nps``: variant minus ``np``, zeros without one).
+        Arrays keyed ``cbar, hn, hp, hq, np, npo, nps, dq, layers, spec`` with the row as leading axis
+        (``npo``: the per-kernel fixed part of ``np``; ``nps``: variant minus ``np``, zeros without one;
+        ``spec``: the ratio r(n) of :meth:`perfmodel.engine.EngineStep.step_time` on the n grid, ones
+        without speculation).
     """
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     cbar = isl + np.maximum(osl, 2.0) / 2.0
@@ -178,7 +193,16 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
     z2 = np.zeros(p2.shape)
     with_q, _ = device_parts(step_model, z2, z2, p2, q2)
     dq = with_q - with_q[:, :, :1]
-    return {"cbar": cbar, "hn": np.log1p(n_max) / (N_POINTS - 1), "hp": np.log1p(p_max) / (P_POINTS - 1),
+    ratio = np.ones(ng.shape)
+    if spec is not None:
+        from ..engine.speculative import speculative_step
+        from ..engine.speculative_draft import draft_step_model
+
+        draft = draft_step_model(step_model, spec) if spec.method != "ngram" else None
+        n1, c1 = np.broadcast_arrays(np.maximum(ng, 1.0), cbar[:, None])
+        z1 = np.zeros(n1.shape)
+        ratio = speculative_step(step_model, spec, n1, c1, draft).tpot / step_model.step_time(n1, c1, z1, z1)
+    return {"cbar": cbar, "spec": ratio, "hn": np.log1p(n_max) / (N_POINTS - 1), "hp": np.log1p(p_max) / (P_POINTS - 1),
             "hq": p_max / (Q_POINTS - 1), "np": table, "npo": kernels, "nps": variant, "dq": dq,
             "layers": np.full(len(isl), float(layers))}
 
