@@ -663,9 +663,8 @@ METHOD = """\
   engine with that speculation and hit rate (not tabulated); disaggregated ones are skipped with the reason,
   as is a bare `Y` that names no method. The summary reports error by `spec_decode` (method or `off`) and
   `prefix_caching`. The public rows record neither; where a row's public source documents MTP (InferenceX
-  TensorRT-LLM and SGLang DeepSeek-R1 sweeps), `source_rules.py` fills `spec_decode` by a cited rule
-  (`spec_decode_rule` names it) and flags rows the source ran both with and without MTP, and GB200 P/D runs
-  recorded as aggregated, as anomalous.
+  TensorRT-LLM DeepSeek-R1 sweeps), `source_rules.py` fills `spec_decode` by a cited rule
+  (`spec_decode_rule` names it), and flags GB200 P/D runs recorded as aggregated as anomalous.
 """
 
 

@@ -11,7 +11,7 @@ from perfmodel.validation.anomalies import flag_anomalies
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.rows import map_rows
 from perfmodel.validation.run import serving_problem
-from perfmodel.validation.source_rules import AMBIGUOUS, DISAGG_AS_AGG, apply_source_rules, documented_spec
+from perfmodel.validation.source_rules import DISAGG_AS_AGG, apply_source_rules, documented_spec
 
 POST3 = ("source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=8; measured=2026-02-05T19:55:05Z; "
          "wip=False; image=nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3")
@@ -26,7 +26,7 @@ def _row(source, backend="trtllm", system="b200_sxm", precision="fp8", tp=8, dp=
 
 
 def test_trtllm_mtp_image_gives_the_launch_scripts_depth():
-    assert documented_spec(_row(POST3))[:2] == ("mtp:k=3", "inferencex-trtllm-1.2.0rc6.post3")
+    assert documented_spec(_row(POST3)) == ("mtp:k=3", "inferencex-trtllm-1.2.0rc6.post3")
     # DP attention: the script sets MTP=1
     assert documented_spec(_row(POST3, tp=1, dp=8, batch=32))[0] == "mtp:k=1"
     # the same image outside the InferenceX dumps, or on another system, is not covered
@@ -41,23 +41,9 @@ def test_the_mtp_only_sweep_of_2026_01_14_and_not_other_days():
     assert documented_spec(_row(jan14.replace("2026-01-14", "2025-12-15")))[0] == ""
 
 
-@pytest.mark.parametrize("tp, batch, isl, osl, expected", [
-    (8, 128, 1024, 1024, "mtp"),        # above the plain config's C <= 64: only the MTP config ran it
-    (8, 64, 1024, 1024, AMBIGUOUS),     # both configs ran TP8 C = 64
-    (8, 8, 8192, 1024, "mtp"),          # plain 8192/1024 at TP8 stops at C = 4
-    (8, 4, 8192, 1024, AMBIGUOUS),
-    (4, 16, 8192, 1024, "off"),         # the MTP script refuses TP != 8
-])
-def test_sglang_sweep_by_concurrency_and_world_size(tp, batch, isl, osl, expected):
-    spelling, _, flag = documented_spec(_row(SGLANG, backend="sglang", tp=tp, batch=batch, isl=isl, osl=osl))
-    if expected == "mtp":
-        assert (spelling, flag) == ("mtp:k=2", "")
-    elif expected == AMBIGUOUS:
-        assert spelling == "" and flag.startswith(AMBIGUOUS)
-    else:
-        assert (spelling, flag) == ("", "")
-    # the fp4 sweep of that commit had no MTP config
-    assert documented_spec(_row(SGLANG, backend="sglang", precision="fp4", tp=tp, batch=batch))[0] == ""
+def test_sglang_mtp_sweep_has_no_rule():
+    """Documented but not applied (README: SGLang's EAGLE-MTP step under-predicts those rows by ~35 %)."""
+    assert documented_spec(_row(SGLANG, backend="sglang", batch=128)) == ("", "")
 
 
 def test_own_column_wins_and_gb200_agg_rows_are_flagged():
@@ -77,14 +63,13 @@ def shipped():
 def test_rules_on_the_shipped_rows(shipped):
     dep, _ = map_rows(shipped)
     by_rule = dep[dep["spec_decode_rule"] != ""].groupby(["spec_decode_rule", "spec_decode_text"]).size().to_dict()
-    assert by_rule == {("inferencex-sglang-b200-fp8-2026-03-25", "mtp:k=2"): 20,
-                       ("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=1"): 15,
+    assert by_rule == {("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=1"): 15,
                        ("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=3"): 45,
                        ("inferencex-trtllm-mtp-2026-01-14", "mtp:k=1"): 13,
                        ("inferencex-trtllm-mtp-2026-01-14", "mtp:k=3"): 37}
     assert set(dep.loc[dep["spec_decode_rule"] != "", "model_path"]) == {"deepseek-ai/DeepSeek-R1"}
     flags = dep["source_flag"].str.split(":").str[0].value_counts().to_dict()
-    assert flags == {"": len(dep) - 61, AMBIGUOUS: 20, DISAGG_AS_AGG: 41}
+    assert flags == {"": len(dep) - 41, DISAGG_AS_AGG: 41}
     gb200 = dep[dep["source_flag"].str.startswith(DISAGG_AS_AGG)]
     assert set(gb200["system"]) == {"gb200"} and gb200["tp"].mul(gb200["dp"]).min() >= 12
 

@@ -30,9 +30,9 @@ Both floors sum the ops' max(F/P, D/B) and leave communication out (see :func:`_
 ``id_layout_mismatch``
     the run id names a world size (``_tpN_``; attention-DP runs are named by tp × attention_dp) different
     from ``tp_size × attention_dp_size``.
-``spec_decode_ambiguous``, ``disagg_recorded_as_agg``
-    the row's public source ran its point both with and without speculative decoding, or ran it as a
-    P/D deployment recorded as aggregated (``source_flag`` of :mod:`perfmodel.validation.source_rules`).
+``disagg_recorded_as_agg``
+    the row's public source ran it as a P/D deployment recorded as aggregated (``source_flag`` of
+    :mod:`perfmodel.validation.source_rules`).
 
 P/D-disaggregated rows get the TPOT checks on the decode pool's model (decode-only steps, no prefill
 term in the ceiling) and the TTFT floor on the prefill pool's; no TTFT ceiling, since prompts can queue
