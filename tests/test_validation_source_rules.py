@@ -62,12 +62,13 @@ def shipped():
 
 def test_rules_on_the_shipped_rows(shipped):
     dep, _ = map_rows(shipped)
-    by_rule = dep[dep["spec_decode_rule"] != ""].groupby(["spec_decode_rule", "spec_decode_text"]).size().to_dict()
+    ruled = dep[dep["spec_decode_rule"].str.startswith("inferencex")]   # 'column': the row's own cell
+    by_rule = ruled.groupby(["spec_decode_rule", "spec_decode_text"]).size().to_dict()
     assert by_rule == {("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=1"): 15,
                        ("inferencex-trtllm-1.2.0rc6.post3", "mtp:k=3"): 45,
                        ("inferencex-trtllm-mtp-2026-01-14", "mtp:k=1"): 13,
                        ("inferencex-trtllm-mtp-2026-01-14", "mtp:k=3"): 37}
-    assert set(dep.loc[dep["spec_decode_rule"] != "", "model_path"]) == {"deepseek-ai/DeepSeek-R1"}
+    assert set(ruled["model_path"]) == {"deepseek-ai/DeepSeek-R1"} and set(ruled["mode"]) == {"agg"}
     flags = dep["source_flag"].str.split(":").str[0].value_counts().to_dict()
     assert flags == {"": len(dep) - 41, DISAGG_AS_AGG: 41}
     gb200 = dep[dep["source_flag"].str.startswith(DISAGG_AS_AGG)]
