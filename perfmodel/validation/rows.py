@@ -54,6 +54,7 @@ from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
 from .arrivals import open_loop_mask, row_arrival
+from .cells import degree as _degree
 from .disagg_layouts import fill_layout
 from .features import row_features
 from .hardware_names import parse_hardware
@@ -147,15 +148,6 @@ def silicon_concurrency(source: str) -> float:
     """Total client concurrency from a provenance string (``silicon_concurrency=N``), NaN if absent."""
     m = re.search(r"silicon_concurrency=(\d+)", str(source))
     return float(m.group(1)) if m else float("nan")
-
-
-def _degree(value) -> int:
-    """Parallel degree from a CSV cell: empty, NaN or 0 mean 1."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return 1
-    return int(v) if np.isfinite(v) and v >= 1 else 1
 
 
 def _float(value) -> float:

@@ -21,6 +21,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from .cells import degree
+
 #: ``silicon_data_source`` prefixes of the InferenceX dumps in ``serving_measured.csv``.
 INFERENCEX_FILES = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv")
 
@@ -98,11 +100,10 @@ def _matches(rule: SpecRule, row: dict) -> bool:
 
 def documented_spec(row: dict) -> tuple[str, str]:
     """(``spec_decode`` spelling, rule name) a source rule gives one CSV row; ('', '') when none applies."""
-    from .rows import _degree  # rows imports this module
 
     for rule in SPEC_RULES:
         if _matches(rule, row):
-            k = rule.k_attention_dp if _degree(row.get("attention_dp_size")) > 1 else rule.k
+            k = rule.k_attention_dp if degree(row.get("attention_dp_size")) > 1 else rule.k
             return f"mtp:k={k}", rule.name
     return "", ""
 

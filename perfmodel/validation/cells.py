@@ -1,0 +1,14 @@
+"""Cells of a measured-runs CSV read as numbers (shared by the row mapping and the source rules)."""
+
+from __future__ import annotations
+
+import math
+
+
+def degree(value) -> int:
+    """Parallel degree from a CSV cell: empty, NaN or 0 mean 1."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return 1
+    return int(v) if math.isfinite(v) and v >= 1 else 1
