@@ -27,7 +27,7 @@ from perfmodel.calibration.engine_fit import cross_validate
 from perfmodel.core.efficiency import profile_for
 from perfmodel.core.ops import StepShape
 from perfmodel.core.step import StepModel
-from perfmodel.engine.calibration import presets
+from perfmodel.engine.calibration import FITTED, presets
 from perfmodel.validation import report as rep
 from perfmodel.validation.data import shipped_path
 from perfmodel.validation.metrics import add_errors, not_flagged, summarize
@@ -250,7 +250,8 @@ def write_report(o: dict, findings: str) -> None:
         f"TTFT median ≤ {TARGETS['ttft'][0]:g} %, p90 ≤ {TARGETS['ttft'][1]:g} %. Reference: {BASELINE}.\n",
         _headline_section(o), "",
         "## Fitted engine parameters\n",
-        "Six global parameters per engine (`perfmodel/data/engines_fit/calibrated.yaml`; definitions in "
+        f"Up to {len(FITTED)} global parameters per engine (`perfmodel/data/engines_fit/calibrated.yaml`; "
+        "definitions in "
         "`perfmodel/engine/calibration.py`), fitted with `scipy.optimize.least_squares` (soft-L1 loss on "
         "log ratios of TPOT and TTFT) on all rows not flagged anomalous; the per-step and per-sequence "
         "overheads are held at 0 (fitted jointly they went to ≈ 0 for every engine). The per-op kernel "
