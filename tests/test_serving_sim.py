@@ -146,7 +146,9 @@ def test_every_request_ends_in_exactly_one_status(c, monkeypatch):
     if c["max_queue"] is None:  # rejected only if prompt + output cannot fit the KV cache
         need = c["isl"] + c["osl"]
         if need > c["kv"]:
-            assert (res.status == 2).all()
+            # refused at the scheduler; with a horizon, a request still in the engine's front end
+            # (request_overhead, 0.23 s for SGLang) when the run stops is in flight, not yet refused
+            assert ((res.status == 2) | ((res.status == 3) & (c["horizon"] is not None))).all()
         elif need <= c["kv"] - 32:
             assert not (res.status == 2).any()
 
