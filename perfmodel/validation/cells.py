@@ -12,3 +12,11 @@ def degree(value) -> int:
     except (TypeError, ValueError):
         return 1
     return int(v) if math.isfinite(v) and v >= 1 else 1
+
+
+def number(value) -> float:
+    """A CSV cell as a float (NaN when empty or not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")

@@ -22,6 +22,8 @@ import csv
 from functools import lru_cache
 from importlib import resources
 
+from .cells import number as _float
+
 #: Schema columns the table supplies for each pool.
 POOL_FIELDS = ("num_workers", "batch_size", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 FILLED = tuple(f"{pool}_{f}" for pool in ("prefill", "decode") for f in POOL_FIELDS)
@@ -38,13 +40,6 @@ def layout_table() -> dict[str, dict[str, str]]:
         return {r["id"]: r for r in csv.DictReader(fh)}
 
 
-def _num(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def _blank(value) -> bool:
     """An empty cell: None, NaN or whitespace."""
     return value is None or (isinstance(value, float) and value != value) or not str(value).strip()
@@ -52,8 +47,8 @@ def _blank(value) -> bool:
 
 def _gpus_per_worker(row: dict, pool: str) -> float:
     """tp × attention DP of a pool (an empty attention-DP cell means 1)."""
-    dp = _num(row.get(f"{pool}_attention_dp_size"))
-    return _num(row.get(f"{pool}_tp_size")) * (dp if dp >= 1 else 1.0)
+    dp = _float(row.get(f"{pool}_attention_dp_size"))
+    return _float(row.get(f"{pool}_tp_size")) * (dp if dp >= 1 else 1.0)
 
 
 def fill_layout(row: dict, table: dict[str, dict[str, str]] | None = None) -> tuple[dict, str | None]:
@@ -78,15 +73,15 @@ def fill_layout(row: dict, table: dict[str, dict[str, str]] | None = None) -> tu
         followed by why the run's launch config does not give the layout.
     """
     if str(row.get("mode", "")).strip() != "disagg" or (
-            _num(row.get("prefill_num_workers")) >= 1 and _num(row.get("decode_num_workers")) >= 1):
+            _float(row.get("prefill_num_workers")) >= 1 and _float(row.get("decode_num_workers")) >= 1):
         return row, None
     entry = (layout_table() if table is None else table).get(str(row.get("id", "")).strip())
     if entry is None:
         return row, f"{NOT_RECORDED}; no launch config known for this run"
     if entry["status"] != "filled":
         return row, f"{NOT_RECORDED}; InferenceX launch config {entry['status']}: {entry['reason']}"
-    recorded = (_gpus_per_worker(row, "prefill"), _num(row.get("prefill_moe_ep_size")), _gpus_per_worker(row, "decode"))
-    source = (_gpus_per_worker(entry, "prefill"), _num(entry["prefill_moe_ep_size"]), _gpus_per_worker(entry, "decode"))
+    recorded = (_gpus_per_worker(row, "prefill"), _float(row.get("prefill_moe_ep_size")), _gpus_per_worker(row, "decode"))
+    source = (_gpus_per_worker(entry, "prefill"), _float(entry["prefill_moe_ep_size"]), _gpus_per_worker(entry, "decode"))
     if recorded != source:
         return row, (f"{NOT_RECORDED}; disagg_workers.csv layout (prefill {source[0]:g} GPUs/worker, ep "
                      f"{source[1]:g}; decode {source[2]:g} GPUs/worker) contradicts the recorded one "

@@ -55,6 +55,7 @@ from ..hardware import load_accelerator
 from ..precision import serving_activations
 from .arrivals import open_loop_mask, row_arrival
 from .cells import degree as _degree
+from .cells import number as _float
 from .disagg_layouts import fill_layout
 from .features import row_features
 from .hardware_names import parse_hardware
@@ -148,14 +149,6 @@ def silicon_concurrency(source: str) -> float:
     """Total client concurrency from a provenance string (``silicon_concurrency=N``), NaN if absent."""
     m = re.search(r"silicon_concurrency=(\d+)", str(source))
     return float(m.group(1)) if m else float("nan")
-
-
-def _float(value) -> float:
-    """A CSV cell as a float (NaN when empty or not a number)."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _text(value) -> str:
