@@ -33,6 +33,7 @@ from perfmodel.validation.data import shipped_path
 from perfmodel.validation.metrics import add_errors, not_flagged, summarize
 from perfmodel.validation.models import resolve_model
 from perfmodel.validation.published import validate_published
+from perfmodel.validation.rows import measurement_coverage
 from perfmodel.validation.run import published_summary, serving_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # research/ sits beside the package
@@ -73,6 +74,13 @@ def run_calibration(problem, quick: bool, workers: int) -> Calibration:
 
 def _scored(df: pd.DataFrame) -> pd.DataFrame:
     return df[not_flagged(df)]
+
+
+def _coverage_sentence(rows_read: int, predicted: int, skipped: pd.DataFrame) -> str:
+    c = measurement_coverage(rows_read, predicted, skipped)
+    return (f"Coverage: {c['predicted']} of {c['rows']} rows ({100 * c['coverage_rows']:.1f} %); "
+            f"{c['duplicates']} rows repeat a measurement listed under another id, so {c['predicted']} of "
+            f"{c['distinct']} distinct measurements ({100 * c['coverage_distinct']:.1f} %) are predicted.")
 
 
 def build(quick: bool, workers: int) -> dict:
@@ -244,7 +252,7 @@ def write_report(o: dict, findings: str) -> None:
         + ", ".join(f"{k}: `{v}`" for k, v in o["efficiency_profiles"].items()) + ".\n",
         f"Rows: {o['rows']} read, {len(r.train)} predicted, {len(o['skipped'])} skipped (reasons below), "
         f"{len(r.train) - len(_scored(r.train))} predicted but flagged anomalous and left out of the fit "
-        "and of the error figures.\n",
+        "and of the error figures. " + _coverage_sentence(o["rows"], len(r.train), o["skipped"]) + "\n",
         "## Headline errors (percent, rows not flagged anomalous)\n",
         f"Targets (cross-validated): TPOT median ≤ {TARGETS['tpot'][0]:g} %, p90 ≤ {TARGETS['tpot'][1]:g} %; "
         f"TTFT median ≤ {TARGETS['ttft'][0]:g} %, p90 ≤ {TARGETS['ttft'][1]:g} %. Reference: {BASELINE}.\n",

@@ -223,3 +223,22 @@ def test_validate_serving_reuses_the_problem_only_for_the_same_rows_and_profile(
     changed = rows.assign(isl=rows["isl"] + 1)                       # other rows: built afresh
     run.validate_serving(changed, engines="calibrated")
     assert len(run._PROBLEMS) == 2
+
+
+def test_measurement_coverage_counts_each_duplicated_measurement_once():
+    from perfmodel.validation.rows import measurement_coverage
+    skipped = pd.DataFrame({"row": [1, 2, 3], "id": ["b", "c", "d"],
+                            "reason": ["duplicate: same measurement as a", "duplicate: same measurement as a",
+                                       "disagg: pool worker counts not recorded"]})
+    c = measurement_coverage(10, 6, skipped)
+    # 10 rows, 2 repeats -> 8 distinct measurements, 6 of them predicted
+    assert (c["duplicates"], c["distinct"]) == (2, 8)
+    assert c["coverage_rows"] == pytest.approx(0.6)
+    assert c["coverage_distinct"] == pytest.approx(0.75)
+
+
+def test_measurement_coverage_refuses_more_predictions_than_measurements():
+    from perfmodel.validation.rows import measurement_coverage
+    skipped = pd.DataFrame({"row": [1], "id": ["b"], "reason": ["duplicate: same measurement as a"]})
+    with pytest.raises(ValueError, match="predicted = 10 rows must lie in"):
+        measurement_coverage(10, 10, skipped)

@@ -361,3 +361,36 @@ def drop_duplicates(deployments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
 def reason_category(reason: str) -> str:
     """Short category of a skip reason (the text before the first colon), for counts."""
     return reason.split(":", 1)[0].strip()
+
+
+def measurement_coverage(rows_read: int, predicted: int, skipped: pd.DataFrame) -> dict:
+    """Share of the distinct measurements that were predicted.
+
+    A duplicate row (:func:`drop_duplicates`) is one measurement listed again under another id, so the
+    distinct measurements are ``rows_read − duplicates``, and each has exactly one row that is not a
+    duplicate. Coverage = predicted / distinct.
+
+    Parameters
+    ----------
+    rows_read : int
+        Rows in the measured file.
+    predicted : int
+        Rows predicted (no duplicates among them).
+    skipped : DataFrame
+        The skipped rows with their ``reason``.
+
+    Returns
+    -------
+    dict
+        ``rows``, ``duplicates``, ``distinct``, ``predicted``, ``coverage_rows`` (predicted / rows read)
+        and ``coverage_distinct`` (predicted / distinct), the last two as fractions.
+    """
+    reasons = skipped["reason"] if len(skipped) else pd.Series([], dtype=str)
+    duplicates = int(reasons.map(reason_category).eq("duplicate").sum())
+    distinct = rows_read - duplicates
+    if not 0 <= predicted <= distinct:
+        raise ValueError(f"predicted = {predicted} rows must lie in [0, distinct = {distinct}] "
+                         f"({rows_read} read − {duplicates} duplicates)")
+    return {"rows": rows_read, "duplicates": duplicates, "distinct": distinct, "predicted": predicted,
+            "coverage_rows": predicted / rows_read if rows_read else float("nan"),
+            "coverage_distinct": predicted / distinct if distinct else float("nan")}
