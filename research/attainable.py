@@ -90,7 +90,7 @@ def repeat_agreement(rows: pd.DataFrame, columns: Sequence[str] = REPEAT_COLUMNS
     Parameters
     ----------
     rows : pandas.DataFrame
-        Measured rows with ``measured_tpot_s``, ``measured_ttft_s``, :data:`RELEASE_COLUMN` and the
+        Measured rows with ``measured_tpot_mean_s``, ``measured_ttft_mean_s``, :data:`RELEASE_COLUMN` and the
         identifying ``columns``.
     columns : sequence of str
         Columns that make two rows the same deployment point (all must be present).

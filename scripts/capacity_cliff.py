@@ -63,7 +63,7 @@ OPEN, CLOSE = "<!-- capacity-cliff -->", "<!-- end capacity-cliff -->"
 
 def stats(p: pd.DataFrame) -> dict:
     """Rows, median / p90 absolute and median signed TTFT error [%]."""
-    ratio = p["predicted_ttft_s"] / p["measured_ttft_s"] - 1.0
+    ratio = p["predicted_ttft_mean_s"] / p["measured_ttft_mean_s"] - 1.0
     e = 100 * ratio.abs()
     return {"rows": len(p), "median": float(np.median(e)), "p90": float(np.percentile(e, 90)),
             "signed": float(100 * np.median(ratio))}
@@ -189,12 +189,12 @@ def plot(p: pd.DataFrame, out: Path) -> None:
         g = g.sort_values("concurrency")
         r = g.iloc[0]
         flagged = g["anomaly"] != ""
-        ax.plot(g["concurrency"], g["measured_ttft_s"], "o-", color="k", label="measured")
-        ax.plot(g["concurrency"], g["predicted_ttft_s"], "s--", color="tab:red", label="predicted")
-        ax.plot(g["concurrency"][flagged], g["measured_ttft_s"][flagged], "x", color="tab:orange", ms=10,
+        ax.plot(g["concurrency"], g["measured_ttft_mean_s"], "o-", color="k", label="measured")
+        ax.plot(g["concurrency"], g["predicted_ttft_mean_s"], "s--", color="tab:red", label="predicted")
+        ax.plot(g["concurrency"][flagged], g["measured_ttft_mean_s"][flagged], "x", color="tab:orange", ms=10,
                 label="flagged anomalous")
         kv = g["limited_by"] == "kv_cache"
-        ax.plot(g["concurrency"][kv], g["predicted_ttft_s"][kv], "s", color="tab:blue", label="KV cache binds")
+        ax.plot(g["concurrency"][kv], g["predicted_ttft_mean_s"][kv], "s", color="tab:blue", label="KV cache binds")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(f"{r['model']} {r['weights']} {r['hardware']} {r['backend']}\n"

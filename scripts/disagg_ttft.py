@@ -28,7 +28,7 @@ from perfmodel.engine.engine import Engine
 from perfmodel.engine.prefill import prefill_batch_time
 from perfmodel.serving.waves import wave_wait
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.metrics import not_flagged
+from perfmodel.validation.metrics import current_columns, not_flagged
 from perfmodel.validation.predict import DISAGG_ITERATIONS, engines_under
 from perfmodel.validation.run import serving_problem
 
@@ -51,24 +51,24 @@ def parts(problem, engines: dict) -> pd.DataFrame:
                 "prefill_capacity_per_s": capacity, "rho_prefill": res.requests_per_s / capacity,
                 "kv_transfer_s": b.kv_transfer_s,
                 "wave_s": eng.terms.sync_fraction * wave_wait(pm, b.clients / p, isl, pe, sp),
-                "ttft_s": res.ttft_mean_s, "limited_by": res.limited_by}))
+                "ttft_mean_s": res.ttft_mean_s, "limited_by": res.limited_by}))
     got = pd.concat(out).sort_values("position")
     rows = problem.rows.iloc[got["position"].to_numpy()].reset_index(drop=True)
     got = got.drop(columns="position").reset_index(drop=True)
     df = pd.concat([rows, got], axis=1)
-    df["measured_requests_per_s"] = df["clients"] / (df["measured_ttft_s"]
-                                                     + (df["osl"] - 1) * df["measured_tpot_s"])
+    df["measured_requests_per_s"] = df["clients"] / (df["measured_ttft_mean_s"]
+                                                     + (df["osl"] - 1) * df["measured_tpot_mean_s"])
     df["rho_prefill_measured"] = df["measured_requests_per_s"] / df["prefill_capacity_per_s"]
     df["prefill_layout"] = np.where(df["p_dp"] >= 8, "DP>=8", np.where(df["p_dp"] > 1, "DP4", "TP"))
-    df["ratio"] = df["ttft_s"] / df["measured_ttft_s"]
-    df["residual_ms"] = 1e3 * (df["measured_ttft_s"] - df["ttft_s"])
+    df["ratio"] = df["ttft_mean_s"] / df["measured_ttft_mean_s"]
+    df["residual_ms"] = 1e3 * (df["measured_ttft_mean_s"] - df["ttft_mean_s"])
     return df
 
 
 def table(df: pd.DataFrame, by) -> pd.DataFrame:
     """Median ratio(s) and residual by group."""
     agg = {"rows": ("ratio", "size"), "ratio": ("ratio", "median"), "residual_ms": ("residual_ms", "median"),
-           "measured_ms": ("measured_ttft_s", lambda x: 1e3 * x.median())}
+           "measured_ms": ("measured_ttft_mean_s", lambda x: 1e3 * x.median())}
     if "held_ratio" in df:
         agg["held_ratio"] = ("held_ratio", "median")
     return df.groupby(by, observed=True).agg(**agg).round(2)
@@ -84,9 +84,10 @@ def main() -> int:
     problem = problem.subset((problem.rows["mode"] == "disagg").to_numpy() & not_flagged(problem.rows))
     df = parts(problem, engines_under(load_profile(a.engines)))
     if a.held:
-        held = pd.read_csv(a.held)[["id", "predicted_ttft_s"]].rename(columns={"predicted_ttft_s": "held_ttft_s"})
+        held = current_columns(pd.read_csv(a.held), a.held)[["id", "predicted_ttft_mean_s"]]
+        held = held.rename(columns={"predicted_ttft_mean_s": "held_ttft_mean_s"})
         df = df.merge(held, on="id", how="left")
-        df["held_ratio"] = df["held_ttft_s"] / df["measured_ttft_s"]
+        df["held_ratio"] = df["held_ttft_mean_s"] / df["measured_ttft_mean_s"]
     if a.out:
         df.to_csv(a.out, index=False)
     pd.set_option("display.width", 200)

@@ -124,17 +124,17 @@ def table() -> pd.DataFrame:
     p["ttft_prev_s"], p["jump"], p["same_run_as_prev"] = np.nan, False, True
     for _, g in p.groupby(SWEEP, dropna=False):
         levels = g.groupby("concurrency")
-        lower = levels["measured_ttft_s"].min().shift(1)
+        lower = levels["measured_ttft_mean_s"].min().shift(1)
         prev = g["concurrency"].map(lower)
         p.loc[g.index, "ttft_prev_s"] = prev
-        t = g["measured_ttft_s"]
+        t = g["measured_ttft_mean_s"]
         p.loc[g.index, "jump"] = (t >= JUMP_S) & (t >= JUMP_RATIO * prev)
         # the next-lower concurrency measured by the same engine version and data source?
         runs = levels.apply(lambda x: set(zip(x["backend_version"], x["source"], strict=True))).shift(1)
         p.loc[g.index, "same_run_as_prev"] = [
             not isinstance(r, set) or (v, s) in r
             for v, s, r in zip(g["backend_version"], g["source"], g["concurrency"].map(runs), strict=True)]
-    p["measured_over_predicted"] = p["measured_ttft_s"] / p["predicted_ttft_s"]
+    p["measured_over_predicted"] = p["measured_ttft_mean_s"] / p["predicted_ttft_mean_s"]
     return p
 
 
@@ -148,7 +148,7 @@ def by_bin(p: pd.DataFrame) -> pd.DataFrame:
 
 ROW_COLUMNS = ["model", "hardware", "backend", "backend_version", "source", "date", "weights", "kv_cache",
                "tp", "dp", "ep", "isl", "osl", "concurrency", "r_mean", "r_full", "ttft_prev_s",
-               "measured_ttft_s", "predicted_ttft_s", "jump", "same_run_as_prev", "anomaly"]
+               "measured_ttft_mean_s", "predicted_ttft_mean_s", "jump", "same_run_as_prev", "anomaly"]
 
 
 #: Pool scale factors f of the synchronised simulation.
@@ -169,7 +169,7 @@ def synchronised_ttft(p: pd.DataFrame) -> pd.DataFrame:
         sm = cache.get(key[:-1])
         for _, r in rows.drop_duplicates(["isl", "osl", "concurrency"]).iterrows():
             rec = {c: r[c] for c in ("model", "hardware", "backend", "tp", "isl", "osl", "concurrency",
-                                     "measured_ttft_s", "r_full")}
+                                     "measured_ttft_mean_s", "r_full")}
             for f in POOL_FRACTIONS:
                 engine = Engine(cal.engine().model_copy(update={"kv_capacity_fraction": f}), cal, True,
                                 f"pool x {f:g}")
@@ -189,7 +189,7 @@ def error_stats(p: pd.DataFrame) -> dict:
     """Rows and median / p90 absolute and median signed TTFT and TPOT errors [%]."""
     out = {"rows": len(p)}
     for m in ("ttft", "tpot"):
-        e = 100.0 * (p[f"predicted_{m}_s"] / p[f"measured_{m}_s"] - 1.0)
+        e = 100.0 * (p[f"predicted_{m}_mean_s"] / p[f"measured_{m}_mean_s"] - 1.0)
         out |= {f"{m} median": e.abs().median(), f"{m} p90": np.percentile(e.abs(), 90) if len(e) else np.nan,
                 f"{m} signed": e.median()}
     return out
@@ -217,7 +217,7 @@ def kv_policy_errors(cv: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     for label, policy in (("fp8 KV (shipped)", DEFAULT_KV_POLICY), ("bf16 KV on H100", H100_BF16)):
         p = validate_serving(df, kv_policy=policy).predictions
-        ttft[label] = p.set_index("id")["predicted_ttft_s"]
+        ttft[label] = p.set_index("id")["predicted_ttft_mean_s"]
         add(label, p)
         if cv:
             problem, _ = serving_problem(df, kv_policy=policy)
@@ -225,7 +225,7 @@ def kv_policy_errors(cv: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     p = p[p["anomaly"].fillna("") == ""]
     moved = p.assign(**{f"predicted, {k}": p["id"].map(v) for k, v in ttft.items()})
     ratio = moved["predicted, bf16 KV on H100"] / moved["predicted, fp8 KV (shipped)"]
-    cols = ["model", "hardware", "tp", "isl", "osl", "concurrency", "measured_ttft_s",
+    cols = ["model", "hardware", "tp", "isl", "osl", "concurrency", "measured_ttft_mean_s",
             *(f"predicted, {k}" for k in ttft)]
     return (pd.DataFrame(rows).set_index(["rows of", "policy"]).sort_index(),
             moved[(ratio > 1.5) | (ratio < 1 / 1.5)][cols].sort_values(["model", "tp", "isl", "concurrency"]))

@@ -166,8 +166,8 @@ def _anomaly_section(train: pd.DataFrame) -> str:
     cats = flagged["anomaly"].str.split(";").explode().str.split(":").str[0].str.strip().value_counts()
     table = rep.markdown_table([{"check": k, "rows": int(v)} for k, v in cats.items()])
     examples = flagged.groupby(flagged["anomaly"].str.split(":").str[0]).head(3)
-    ex = rep.markdown_table([{"id": r["id"], "measured TTFT [ms]": r["measured_ttft_s"] * 1e3,
-                              "measured TPOT [ms]": r["measured_tpot_s"] * 1e3, "reason": r["anomaly"]}
+    ex = rep.markdown_table([{"id": r["id"], "measured TTFT [ms]": r["measured_ttft_mean_s"] * 1e3,
+                              "measured TPOT [ms]": r["measured_tpot_mean_s"] * 1e3, "reason": r["anomaly"]}
                              for _, r in examples.iterrows()])
     return table + "\n\nExamples:\n\n" + ex
 
@@ -184,7 +184,7 @@ def _deepseek_example(rows: pd.DataFrame) -> dict:
     if sel.empty:
         raise SystemExit("the DeepSeek-R1 example row of the findings is not in the data any more")
     return {"ds_total": float(np.ravel(parts.total)[0]) * 1e3, "ds_fixed": fixed * 1e3,
-            "ds_measured": float(sel["measured_tpot_s"].median()) * 1e3}
+            "ds_measured": float(sel["measured_tpot_mean_s"].median()) * 1e3}
 
 
 def diagnostics(o: dict) -> dict:
@@ -325,14 +325,14 @@ def _open_loop_section() -> str:
     rows = [{"run": r["id"], "engine": r["backend"],
              "GPUs (layout)": f"{r['replicas'] * r['tp']} (TP{r['tp']} × {r['replicas']})",
              "rate req/s": r["request_rate_rps"],
-             "TTFT ms measured": 1e3 * r["measured_ttft_s"], "TTFT ms predicted": 1e3 * r["predicted_ttft_s"],
-             "TPOT ms measured": 1e3 * r["measured_tpot_s"], "TPOT ms predicted": 1e3 * r["predicted_tpot_s"],
+             "TTFT ms measured": 1e3 * r["measured_ttft_mean_s"], "TTFT ms predicted": 1e3 * r["predicted_ttft_mean_s"],
+             "TPOT ms measured": 1e3 * r["measured_tpot_mean_s"], "TPOT ms predicted": 1e3 * r["predicted_tpot_mean_s"],
              "TPOT ms, static batch of λ·W / replicas": t, "in flight measured (λ·W)": float(w),
              "in flight simulated (peak)": float(r["simulated_peak_in_flight"]),
              "requests simulated": float(r["simulated_requests"])}
             for (_, r), w, t in zip(p.iterrows(), in_flight, static, strict=True)]
-    ratio = (p["measured_tpot_s"] / p["predicted_tpot_s"]).to_numpy()
-    static_gap = 1e3 * p["measured_tpot_s"].to_numpy() / np.asarray(static)
+    ratio = (p["measured_tpot_mean_s"] / p["predicted_tpot_mean_s"]).to_numpy()
+    static_gap = 1e3 * p["measured_tpot_mean_s"].to_numpy() / np.asarray(static)
     capped = p.loc[p["simulated_requests"] >= MAX_STEADY_REQUESTS, "id"].tolist()
     systems = ", ".join(sorted(src["system"].unique()))
     rounds = ", ".join(sorted({c.split()[2] for c in src["silicon_data_source"]}))

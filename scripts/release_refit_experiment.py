@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind, label in (("engine", "engine-wide parameters"), ("release", "per-release parameters")):
             parts = []
             for metric in ("tpot", "ttft"):
-                err = pct_error(predicted[kind][metric], rows[f"measured_{metric}_s"].to_numpy(float))[mask]
+                err = pct_error(predicted[kind][metric], rows[f"measured_{metric}_mean_s"].to_numpy(float))[mask]
                 s = error_stats(err)
                 parts.append(f"{metric.upper()} {s['median_abs_pct_error']:.1f} / {s['p90_abs_pct_error']:.1f} %")
             print(f"{subset} ({int(mask.sum())}), {label} (grouped 5-fold, median / p90): " + ", ".join(parts))

@@ -36,7 +36,7 @@ from perfmodel.engine.engine import Engine
 from perfmodel.errors import PerfmodelError
 from perfmodel.serving import Workload, simulate
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.metrics import add_errors, error_stats, not_flagged
+from perfmodel.validation.metrics import add_errors, current_columns, error_stats, not_flagged
 from perfmodel.validation.run import serving_problem
 from perfmodel.validation.stepmodels import CONFIG_COLUMNS, StepModelCache
 
@@ -47,7 +47,7 @@ def _ramp(r: pd.Series, start: str) -> float | str:
         return "auto"
     if start == "together":
         return 0.0
-    return float(r["predicted_ttft_s"] + (r["osl"] - 1) * r["predicted_tpot_s"])
+    return float(r["predicted_ttft_mean_s"] + (r["osl"] - 1) * r["predicted_tpot_mean_s"])
 
 
 def replay(rows: pd.DataFrame, requests_per_client: int, warmup: float, start: str = "auto") -> pd.DataFrame:
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the table of the --out CSVs of earlier parts instead of replaying")
     args = ap.parse_args(argv)
     if args.combine:
-        report(pd.concat([pd.read_csv(f) for f in args.combine], ignore_index=True), 0.0)
+        report(pd.concat([current_columns(pd.read_csv(f), f) for f in args.combine], ignore_index=True), 0.0)
         return 0
     t0 = time.perf_counter()
     problem, _ = serving_problem(pd.read_csv(shipped_path("serving")), "calibrated")
@@ -114,14 +114,14 @@ def report(done: pd.DataFrame, wall: float) -> None:
     print(f"rows replayed: {len(ok)} of {len(done)} sampled; {wall:.0f} s")
     table = []
     for metric in ("ttft", "tpot"):
-        for label, col in (("simulate", f"sim_{metric}_s"), ("steady state", f"predicted_{metric}_s")):
-            e = error_stats(100.0 * (ok[col].to_numpy() / ok[f"measured_{metric}_s"].to_numpy() - 1.0))
+        for label, col in (("simulate", f"sim_{metric}_s"), ("steady state", f"predicted_{metric}_mean_s")):
+            e = error_stats(100.0 * (ok[col].to_numpy() / ok[f"measured_{metric}_mean_s"].to_numpy() - 1.0))
             table.append({"metric": metric.upper(), "path": label, **e})
     print(pd.DataFrame(table).to_string(index=False))
-    ratio = ok["sim_ttft_s"] / ok["predicted_ttft_s"]
+    ratio = ok["sim_ttft_s"] / ok["predicted_ttft_mean_s"]
     print(f"simulate / steady state TTFT: median {ratio.median():.2f}, p10 {ratio.quantile(0.1):.2f}, "
           f"p90 {ratio.quantile(0.9):.2f}; TPOT median "
-          f"{(ok['sim_tpot_s'] / ok['predicted_tpot_s']).median():.2f}")
+          f"{(ok['sim_tpot_s'] / ok['predicted_tpot_mean_s']).median():.2f}")
 
 
 if __name__ == "__main__":

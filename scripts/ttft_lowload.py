@@ -38,7 +38,7 @@ import pandas as pd
 from perfmodel.engine.calibration import MIN_REQUEST_OVERHEAD, load_profile
 from perfmodel.engine.prefill import prefill_batch_time
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.metrics import not_flagged
+from perfmodel.validation.metrics import current_columns, not_flagged
 from perfmodel.validation.predict import ServingProblem, engines_under
 from perfmodel.validation.run import serving_problem
 
@@ -82,7 +82,7 @@ def parts(max_c: float) -> pd.DataFrame:
         if name == "full":
             full_tpot = 1e3 * tpot
     out = sub.rows.copy()
-    out["meas"] = 1e3 * out["measured_ttft_s"].to_numpy(float)
+    out["meas"] = 1e3 * out["measured_ttft_mean_s"].to_numpy(float)
     out["pred"] = ttft["full"]
     for part, (before, after) in PARTS.items():
         out[part] = ttft[before] - ttft[after]
@@ -123,7 +123,8 @@ def main() -> int:
     df = parts(a.max_c)
     cols = list(SHOWN)
     if a.held:
-        held = pd.read_csv(a.held).drop_duplicates("id").set_index("id")["predicted_ttft_s"]
+        held = current_columns(pd.read_csv(a.held), a.held).drop_duplicates("id")
+        held = held.set_index("id")["predicted_ttft_mean_s"]
         df["held_pred"] = 1e3 * df["id"].map(held).to_numpy(float)
         df["held_res"] = df["meas"] - df["held_pred"]
         cols[2:2] = ["held_pred", "held_res"]

@@ -20,7 +20,7 @@ POINT = ("model", "concurrency")
 def _rows(ttft, tpot, release, concurrency, model="m"):
     n = len(ttft)
     return pd.DataFrame({"model": [model] * n, "concurrency": concurrency, "backend_version": release,
-                         "measured_ttft_s": ttft, "measured_tpot_s": tpot})
+                         "measured_ttft_mean_s": ttft, "measured_tpot_mean_s": tpot})
 
 
 def _entry(table, metric, kind):
@@ -83,8 +83,8 @@ def test_group_ids_treat_nan_as_one_value():
 
 def _pred(groups, predicted_ttft, measured_ttft):
     n = len(groups)
-    return pd.DataFrame({"g": groups, "predicted_ttft_s": predicted_ttft, "measured_ttft_s": measured_ttft,
-                         "predicted_tpot_s": np.ones(n), "measured_tpot_s": np.full(n, 1.5)})
+    return pd.DataFrame({"g": groups, "predicted_ttft_mean_s": predicted_ttft, "measured_ttft_mean_s": measured_ttft,
+                         "predicted_tpot_mean_s": np.ones(n), "measured_tpot_mean_s": np.full(n, 1.5)})
 
 
 def test_offset_bound_removes_a_constant_factor_per_group_but_not_the_spread_within():
@@ -117,8 +117,8 @@ def test_concurrency_slope_and_its_standard_error_within_each_sweep():
     # sweep z: 3 points but C spans only 1..2 (ln 2 < 1: skipped); sweep w: 2 points (skipped).
     pred = pd.DataFrame({"g": ["x"] * 4 + ["y"] * 4 + ["z"] * 3 + ["w"] * 2,
                          "concurrency": np.r_[c, c, [1.0, 1.5, 2.0], c[:2]],
-                         "predicted_ttft_s": np.ones(13),
-                         "measured_ttft_s": np.r_[c ** 0.25, np.full(4, 2.0), [1.0, 5.0, 1.0], [1.0, 3.0]]})
+                         "predicted_ttft_mean_s": np.ones(13),
+                         "measured_ttft_mean_s": np.r_[c ** 0.25, np.full(4, 2.0), [1.0, 5.0, 1.0], [1.0, 3.0]]})
     slopes = concurrency_slopes(pred, "ttft", columns=["g"]).set_index("g")
     assert list(slopes.index) == ["x", "y"]
     assert slopes.loc["x", "slope"] == pytest.approx(0.25)
@@ -128,8 +128,8 @@ def test_concurrency_slope_and_its_standard_error_within_each_sweep():
 
 def test_slope_standard_error_by_hand():
     # x = ln C = 0, 1, 2 ; r = 0, 1, 0 -> slope 0, residuals -1/3, 2/3, -1/3, se = sqrt((2/3)/1/2)
-    pred = pd.DataFrame({"g": ["s"] * 3, "concurrency": np.exp([0.0, 1.0, 2.0]), "predicted_tpot_s": 1.0,
-                         "measured_tpot_s": np.exp([0.0, 1.0, 0.0])})
+    pred = pd.DataFrame({"g": ["s"] * 3, "concurrency": np.exp([0.0, 1.0, 2.0]), "predicted_tpot_mean_s": 1.0,
+                         "measured_tpot_mean_s": np.exp([0.0, 1.0, 0.0])})
     row = concurrency_slopes(pred, "tpot", columns=["g"]).iloc[0]
     assert row["slope"] == pytest.approx(0.0, abs=1e-12)
     assert row["slope_se"] == pytest.approx(np.sqrt(1 / 3))

@@ -26,8 +26,8 @@ def test_estimate_reproduces_the_validation_prediction_of_a_measured_row():
                    tp=4).iloc[0]
     assert (est["weights"], est["kv_cache"]) == ("fp8_block", "fp8")
     # same formats, step models, engine and steady state; the validation interpolates tabulated steps
-    assert est["ttft_mean_s"] == pytest.approx(pred["predicted_ttft_s"], rel=0.01)
-    assert est["tpot_mean_s"] == pytest.approx(pred["predicted_tpot_s"], rel=0.01)
+    assert est["ttft_mean_s"] == pytest.approx(pred["predicted_ttft_mean_s"], rel=0.01)
+    assert est["tpot_mean_s"] == pytest.approx(pred["predicted_tpot_mean_s"], rel=0.01)
 
 
 def test_closed_loop_identities_and_calibration_effect():

@@ -32,17 +32,17 @@ def test_groups_in_summary(run):
 
 def test_features_reach_the_prediction(run):
     p = run.predictions.set_index("id")
-    assert p.at["eagle", "predicted_tpot_s"] < p.at["plain", "predicted_tpot_s"]
-    assert p.at["eagle_c8", "predicted_tpot_s"] < p.at["plain_c8", "predicted_tpot_s"]
-    assert p.at["prefix", "predicted_ttft_s"] < p.at["plain", "predicted_ttft_s"]
+    assert p.at["eagle", "predicted_tpot_mean_s"] < p.at["plain", "predicted_tpot_mean_s"]
+    assert p.at["eagle_c8", "predicted_tpot_mean_s"] < p.at["plain_c8", "predicted_tpot_mean_s"]
+    assert p.at["prefix", "predicted_ttft_mean_s"] < p.at["plain", "predicted_ttft_mean_s"]
     # prefix caching on without a hit rate is predicted as hit rate 0, grouped under "on"
     assert p.at["caching_no_rate", "prefix_caching"] == "on"
-    assert p.at["caching_no_rate", "predicted_ttft_s"] == pytest.approx(p.at["plain", "predicted_ttft_s"], rel=1e-9)
+    assert p.at["caching_no_rate", "predicted_ttft_mean_s"] == pytest.approx(p.at["plain", "predicted_ttft_mean_s"], rel=1e-9)
     # the EAGLE row is the steady state of the engine with that speculation (the path estimate takes),
     # up to the interpolation of the tabulated step times (perfmodel.validation.surrogate; 3e-5 here)
     sm = StepModel("llama-3.1-8b", "h100-sxm", weights="bf16", kv_cache="bf16")
     ref = steady_state(sm, 1.0, 1024, 128, engine=Engine.load("vllm", spec_decode="eagle:k=3"), iterations=20)
-    assert p.at["eagle", "predicted_tpot_s"] == pytest.approx(float(ref.tpot_mean_s), rel=1e-3)
+    assert p.at["eagle", "predicted_tpot_mean_s"] == pytest.approx(float(ref.tpot_mean_s), rel=1e-3)
     assert p.at["eagle", "spec_decode_label"].startswith("eagle:k=3,accept=")
 
 

@@ -28,8 +28,8 @@ def test_pct_error_and_stats_by_hand():
 
 
 def test_summary_shape_and_anomalies_left_out():
-    df = pd.DataFrame({"predicted_tpot_s": [1.1, 2.0, 9.0], "measured_tpot_s": [1.0, 2.0, 1.0],
-                       "predicted_ttft_s": [1.0, 1.0, 1.0], "measured_ttft_s": [1.0, 0.5, 1.0],
+    df = pd.DataFrame({"predicted_tpot_mean_s": [1.1, 2.0, 9.0], "measured_tpot_mean_s": [1.0, 2.0, 1.0],
+                       "predicted_ttft_mean_s": [1.0, 1.0, 1.0], "measured_ttft_mean_s": [1.0, 0.5, 1.0],
                        "system": ["a", "b", "b"], "model": "m", "mode": "agg", "backend": "x",
                        "anomaly": ["", "", "tpot_above_ceiling: ..."]})
     skipped = pd.DataFrame({"reason": ["disagg: no workers", "unknown model: z"]})

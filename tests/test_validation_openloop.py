@@ -149,7 +149,7 @@ def test_round_trip_every_format_predicts_finite_at_the_recorded_rate(files):
     assert (o["rows"], o["predicted"], o["skipped"]) == (6, 5, 1)
     assert "arrival_process='throughput' is not simulated" in next(iter(o["skipped_reasons_detail"]))
     p = run.open_loop
-    assert np.isfinite(p[["predicted_ttft_s", "predicted_tpot_s"]].to_numpy()).all()
+    assert np.isfinite(p[["predicted_ttft_mean_s", "predicted_tpot_mean_s"]].to_numpy()).all()
     assert o["ttft"]["n"] == 5 and set(o["by"]["arrival_process"]) == {"poisson", "gamma", "constant"}
     for _, r in p.iterrows():
         cv = {"poisson": 1.0, "gamma": 2.0, "constant": CONSTANT_CV}[r["arrival_process"]]
@@ -217,8 +217,8 @@ def test_a_client_cap_is_scored_only_where_it_does_not_bind(tmp_path):
     assert int(reason.split("up to ")[1].split()[0]) > 2
     p = run.open_loop
     assert p["simulated_peak_in_flight"].max() <= 1000
-    assert p.iloc[0][["predicted_ttft_s", "predicted_tpot_s"]].tolist() == \
-        p.iloc[1][["predicted_ttft_s", "predicted_tpot_s"]].tolist()
+    assert p.iloc[0][["predicted_ttft_mean_s", "predicted_tpot_mean_s"]].tolist() == \
+        p.iloc[1][["predicted_ttft_mean_s", "predicted_tpot_mean_s"]].tolist()
 
 
 def test_peak_in_flight_by_hand():
@@ -244,8 +244,8 @@ def test_far_below_capacity_ttft_is_idle_prefill_plus_request_terms(replica):
     decode = float(engine.step(sm).step_time(1, isl + osl / 2, 0))
     hand = engine.request_overhead + prefill + engine.terms.first_token_steps * decode
     p = simulate_row(sm, engine, isl, osl, 0.02, 1.0, requests=100)
-    assert p.ttft_s == pytest.approx(hand, rel=0.02)
-    assert p.tpot_s == pytest.approx(decode, rel=0.02)
+    assert p.ttft_mean_s == pytest.approx(hand, rel=0.02)
+    assert p.tpot_mean_s == pytest.approx(decode, rel=0.02)
 
 
 def test_ttft_grows_toward_capacity(replica):
@@ -253,7 +253,7 @@ def test_ttft_grows_toward_capacity(replica):
     more than twice the idle TTFT at 90 % of capacity."""
     sm, engine = replica
     cap = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, requests=300).requests_per_s
-    ttft = [simulate_row(sm, engine, 1024, 128, f * cap, 1.0, requests=300).ttft_s for f in (0.01, 0.5, 0.9)]
+    ttft = [simulate_row(sm, engine, 1024, 128, f * cap, 1.0, requests=300).ttft_mean_s for f in (0.01, 0.5, 0.9)]
     assert ttft[0] < ttft[1] < ttft[2] and ttft[2] > 2 * ttft[0]
 
 
@@ -264,7 +264,7 @@ def test_cli_reports_the_open_loop_group_apart(files, capsys, tmp_path):
     text = capsys.readouterr().out
     assert "open loop (request rate, simulated): 1 rows, 1 predicted" in text and "poisson" in text
     written = pd.read_csv(out)
-    assert list(written["arrival"]) == ["open"] and written["predicted_ttft_s"].notna().all()
+    assert list(written["arrival"]) == ["open"] and written["predicted_ttft_mean_s"].notna().all()
 
 
 def test_simulation_is_seeded_and_states_its_confidence(replica):
@@ -283,8 +283,8 @@ def test_two_replicas_at_twice_the_rate_wait_no_longer_than_one(replica):
     sm, engine = replica
     one = simulate_row(sm, engine, 1024, 128, 20.0, 1.0, requests=200)
     two = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, replicas=2, requests=400)
-    assert two.rate_rps == pytest.approx(40.0, rel=0.1)
-    assert two.ttft_s <= one.ttft_s * (1 + (one.ci_ttft_pct + two.ci_ttft_pct) / 100)
+    assert two.rate_requests_per_s == pytest.approx(40.0, rel=0.1)
+    assert two.ttft_mean_s <= one.ttft_mean_s * (1 + (one.ci_ttft_pct + two.ci_ttft_pct) / 100)
 
 
 def test_disaggregated_open_loop_row_at_low_rate_is_prefill_transfer_and_request_terms():
@@ -311,8 +311,8 @@ def test_disaggregated_open_loop_row_at_low_rate_is_prefill_transfer_and_request
     hand = engine.request_overhead + float(engine.step(psm).step_time(0, 0, isl)) + kv \
         + engine.terms.first_token_steps * decode
     assert (m["p_workers"], m["d_workers"]) == (5, 11)
-    assert p["predicted_ttft_s"] == pytest.approx(hand, rel=0.02)
-    assert p["predicted_tpot_s"] == pytest.approx(decode, rel=0.02)
+    assert p["predicted_ttft_mean_s"] == pytest.approx(hand, rel=0.02)
+    assert p["predicted_tpot_mean_s"] == pytest.approx(decode, rel=0.02)
     o = validate_serving(row.assign(replicas=2)).summary["open_loop"]
     assert o["predicted"] == 0 and "replicas=2 on a disaggregated row" in next(iter(o["skipped_reasons_detail"]))
 
@@ -327,10 +327,10 @@ def test_recorded_features_reach_the_simulation(files):
                        rows.assign(id="off", spec_decode="off")], ignore_index=True)
     p = validate_serving(table).open_loop.set_index("id")
     plain = p.loc[rows.iloc[0]["id"]]
-    assert p.loc["hit", "predicted_ttft_s"] < plain["predicted_ttft_s"]
-    assert p.loc["spec", "predicted_tpot_s"] < 0.75 * plain["predicted_tpot_s"]
-    assert p.loc["off", ["predicted_ttft_s", "predicted_tpot_s"]].tolist() == \
-        plain[["predicted_ttft_s", "predicted_tpot_s"]].tolist()
+    assert p.loc["hit", "predicted_ttft_mean_s"] < plain["predicted_ttft_mean_s"]
+    assert p.loc["spec", "predicted_tpot_mean_s"] < 0.75 * plain["predicted_tpot_mean_s"]
+    assert p.loc["off", ["predicted_ttft_mean_s", "predicted_tpot_mean_s"]].tolist() == \
+        plain[["predicted_ttft_mean_s", "predicted_tpot_mean_s"]].tolist()
 
 
 def test_an_inference_perf_report_folder_gives_one_row_per_stage(files, tmp_path, capsys):

@@ -39,4 +39,4 @@ def test_an_open_row_without_room_in_the_engines_pool_is_skipped():
     assert len(predictions) == 0 and skipped["reason"].tolist() == [NO_KV_REASON]
     roomy = {"vllm": Engine.load("vllm")}
     predictions, skipped = predict_open_loop(deployments, roomy, StepModelCache("calibrated"))
-    assert len(skipped) == 0 and predictions["predicted_ttft_s"].iloc[0] > 0
+    assert len(skipped) == 0 and predictions["predicted_ttft_mean_s"].iloc[0] > 0

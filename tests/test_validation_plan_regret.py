@@ -35,8 +35,8 @@ def fixture() -> pd.DataFrame:
     rows = [("a1", "A", 4, 1, 0.10, 0.010, 0.10, 0.010), ("a2", "A", 16, 1, 0.20, 0.020, 0.20, 0.020),
             ("b1", "B", 16, 2, 0.12, 0.010, 0.12, 0.010), ("b2", "B", 64, 2, 0.20, 0.030, 0.20, 0.020),
             ("c1", "C", 8, 1, 0.10, 0.015, NAN, NAN)]
-    df = pd.DataFrame(rows, columns=["id", "config", "clients", "gpus", "measured_ttft_s", "measured_tpot_s",
-                                     "predicted_ttft_s", "predicted_tpot_s"])
+    df = pd.DataFrame(rows, columns=["id", "config", "clients", "gpus", "measured_ttft_mean_s", "measured_tpot_mean_s",
+                                     "predicted_ttft_mean_s", "predicted_tpot_mean_s"])
     return df.assign(osl=11, model_path="m", system="s", backend="e", isl=100)
 
 
@@ -67,7 +67,7 @@ def test_pick_without_a_measured_run_at_the_floor_has_full_regret():
     # C predicted at 100 tok/s/user and 88/0.2 = 440 tok/s/GPU: picked at floor 70, where its only
     # run measures 66.7 tok/s/user: nothing of C keeps the floor
     df = fixture()
-    df.loc[df["id"] == "c1", ["predicted_ttft_s", "predicted_tpot_s"]] = [0.10, 0.010]
+    df.loc[df["id"] == "c1", ["predicted_ttft_mean_s", "predicted_tpot_mean_s"]] = [0.10, 0.010]
     c = choose(df, 70.0)
     assert (c.pick_config, c.pick_tps_gpu, c.pick_rank) == ("C", 0.0, 0)
     assert c.pick_max_speed == pytest.approx(1 / 0.015)
@@ -75,7 +75,7 @@ def test_pick_without_a_measured_run_at_the_floor_has_full_regret():
 
 
 def test_no_prediction_at_the_floor_and_no_measurement_at_the_floor():
-    df = fixture().assign(predicted_ttft_s=NAN, predicted_tpot_s=NAN)
+    df = fixture().assign(predicted_ttft_mean_s=NAN, predicted_tpot_mean_s=NAN)
     c = choose(df, 40.0)
     assert (c.pick_config, c.regret_pct, c.pick_rank) == ("", pytest.approx(100.0), 0)
     assert np.isnan(c.pick_predicted_tps_gpu)

@@ -61,7 +61,7 @@ def test_every_row_is_predicted_or_skipped_with_a_reason(public):
     assert s["predicted"] > 2150
     assert "disagg" in s["skipped_reasons"] and "unsupported attention" not in s["skipped_reasons"]
     assert (public["skipped"]["reason"].str.len() > 0).all()
-    assert np.isfinite(public["preds"][["predicted_ttft_s", "predicted_tpot_s"]].to_numpy()).all()
+    assert np.isfinite(public["preds"][["predicted_ttft_mean_s", "predicted_tpot_mean_s"]].to_numpy()).all()
 
 
 def test_disaggregated_rows_with_worker_counts_are_predicted(public):
@@ -134,7 +134,7 @@ def test_fit_recovers_known_engine_parameters(public):
                               prefill_kernel_scale=6.0, request_overhead=0.05, sync_fraction=0.2,
                               first_token_steps=1.0)
     ttft, tpot = sub.evaluate({"trtllm": truth})
-    sub.rows = sub.rows.assign(measured_ttft_s=ttft, measured_tpot_s=tpot, anomaly="")
+    sub.rows = sub.rows.assign(measured_ttft_mean_s=ttft, measured_tpot_mean_s=tpot, anomaly="")
     fitted = fit_backend(sub, "trtllm")
     assert fitted.decode_kernel_scale == pytest.approx(1.5, rel=0.1)
     assert fitted.request_overhead == pytest.approx(0.05, rel=0.25)
@@ -180,7 +180,7 @@ def test_cli_json_summary_and_per_row_output(public, tmp_path, capsys):
     assert set(s["tpot"]) == {"n", "median_abs_pct_error", "p90_abs_pct_error", "bias_pct"}
     assert set(s["by"]) >= {"system", "model", "mode"}
     rows = pd.read_csv(out)
-    assert {"predicted_tpot_s", "measured_tpot_s", "tpot_pct_error", "anomaly"} <= set(rows.columns)
+    assert {"predicted_tpot_mean_s", "measured_tpot_mean_s", "tpot_pct_error", "anomaly"} <= set(rows.columns)
     assert main(["validate", "--data", str(small), "--efficiency", "datasheet"]) == 0
     assert "by system" in capsys.readouterr().out
 

@@ -32,7 +32,7 @@ def test_agg_row_maps_to_replica_layout_and_formats():
     assert (r.hardware, r.model_key, r.tp, r.dp, r.weights, r.activations, r.kv_cache) == \
         ("h200-sxm", "llama-3.1-70b", 4, 1, "fp8", "fp8", "fp8")
     assert r.concurrency == 16 and r.total_concurrency == 16
-    assert r.measured_tpot_s == pytest.approx(0.010)
+    assert r.measured_tpot_mean_s == pytest.approx(0.010)
 
 
 def test_attention_dp_multiplies_replica_concurrency():
@@ -219,7 +219,7 @@ def test_validate_serving_reuses_the_problem_only_for_the_same_rows_and_profile(
     run._PROBLEMS.clear()
     fresh = run.validate_serving(rows, engines="calibrated")
     pd.testing.assert_frame_equal(again.predictions, fresh.predictions)
-    assert not first.predictions["predicted_tpot_s"].equals(fresh.predictions["predicted_tpot_s"])
+    assert not first.predictions["predicted_tpot_mean_s"].equals(fresh.predictions["predicted_tpot_mean_s"])
     changed = rows.assign(isl=rows["isl"] + 1)                       # other rows: built afresh
     run.validate_serving(changed, engines="calibrated")
     assert len(run._PROBLEMS) == 2

@@ -85,7 +85,7 @@ def test_flags_reach_the_anomaly_column_and_mtp_the_prediction(shipped):
     mtp_row = rows[rows["id"] == ids[0]]
     plain = mtp_row.assign(spec_decode="off")
     cal = load_profile("calibrated")
-    tpot = [serving_problem(r, "calibrated")[0].predictions(cal)["predicted_tpot_s"].iloc[0] for r in (mtp_row, plain)]
+    tpot = [serving_problem(r, "calibrated")[0].predictions(cal)["predicted_tpot_mean_s"].iloc[0] for r in (mtp_row, plain)]
     # MTP k = 3 at the default acceptance: faster, but by less than the accepted length E = 2.82 (a verify
     # step of 4 tokens per sequence costs at least one plain step); 1.47x here
     assert 1.3 < tpot[1] / tpot[0] < 2.82
@@ -109,5 +109,5 @@ def test_tabulated_speculation_matches_the_step_model(shipped):
         exact = DirectBatch(np.arange(len(index)), **batch).solve(engines_under(cal)[backend],
                                                                  STEADY_STATE_ITERATIONS)
         got = tab.loc[index]
-        assert got["predicted_tpot_s"].to_numpy() == pytest.approx(exact.tpot_mean_s, rel=0.02)
-        assert got["predicted_ttft_s"].to_numpy() == pytest.approx(exact.ttft_mean_s, rel=0.02)
+        assert got["predicted_tpot_mean_s"].to_numpy() == pytest.approx(exact.tpot_mean_s, rel=0.02)
+        assert got["predicted_ttft_mean_s"].to_numpy() == pytest.approx(exact.ttft_mean_s, rel=0.02)

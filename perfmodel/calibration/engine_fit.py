@@ -97,8 +97,8 @@ def fit_backend(problem: ServingProblem, backend: str, start: EngineCalibration 
     x0 = np.array([start.values()[k] for k in names])
     x0 = np.clip([INTERIOR_START[k] if k in INTERIOR_START and v in PARAMETERS[k][:2] else v
                   for k, v in zip(names, x0, strict=True)], lo, hi)
-    m_ttft = sub.rows["measured_ttft_s"].to_numpy(float)
-    m_tpot = sub.rows["measured_tpot_s"].to_numpy(float)
+    m_ttft = sub.rows["measured_ttft_mean_s"].to_numpy(float)
+    m_tpot = sub.rows["measured_tpot_mean_s"].to_numpy(float)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = start.with_values(dict(zip(names, x, strict=True)))
@@ -166,19 +166,19 @@ def cross_validate(problem: ServingProblem, scheme: str, start: Mapping[str, Eng
     Returns
     -------
     pandas.DataFrame
-        ``problem.rows`` with ``predicted_ttft_s``, ``predicted_tpot_s`` (from the fold that held
+        ``problem.rows`` with ``predicted_ttft_mean_s``, ``predicted_tpot_mean_s`` (from the fold that held
         the row out) and ``fold``.
     """
     out = problem.rows.copy()
-    out["predicted_ttft_s"] = np.nan
-    out["predicted_tpot_s"] = np.nan
+    out["predicted_ttft_mean_s"] = np.nan
+    out["predicted_tpot_mean_s"] = np.nan
     out["fold"] = ""
     for name, held in folds(problem.rows, scheme):
         fitted = fit_engines(problem, train=~held, start=start)
         test = problem.subset(held)
         ttft, tpot = test.evaluate(fitted.calibrations)
         idx = np.flatnonzero(held)
-        out.iloc[idx, out.columns.get_loc("predicted_ttft_s")] = ttft
-        out.iloc[idx, out.columns.get_loc("predicted_tpot_s")] = tpot
+        out.iloc[idx, out.columns.get_loc("predicted_ttft_mean_s")] = ttft
+        out.iloc[idx, out.columns.get_loc("predicted_tpot_mean_s")] = tpot
         out.iloc[idx, out.columns.get_loc("fold")] = name
     return out

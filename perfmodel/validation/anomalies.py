@@ -80,8 +80,8 @@ def _device_floor(sm, n, context, prefill) -> np.ndarray:
 def _implied_decode_batch(rows: pd.DataFrame) -> np.ndarray:
     """Decode batch the measurement implies: C (N − 1) TPOT / (TTFT + (N − 1) TPOT), at least 1."""
     c = rows["concurrency"].to_numpy(float)
-    ttft = rows["measured_ttft_s"].to_numpy(float)
-    tpot = rows["measured_tpot_s"].to_numpy(float)
+    ttft = rows["measured_ttft_mean_s"].to_numpy(float)
+    tpot = rows["measured_tpot_mean_s"].to_numpy(float)
     decode_time = np.maximum(rows["osl"].to_numpy(float) - 1.0, 1.0) * tpot
     return np.maximum(c * decode_time / (ttft + decode_time), 1.0)
 
@@ -160,8 +160,8 @@ def flag_anomalies(deployments: pd.DataFrame, datasheet: StepModelCache | None =
             reasons[i] = f"{reasons[i]}; {text}" if reasons[i] else text
 
     for rows, (floor_tpot, floor_ttft, ceiling, ttft_ceiling) in _pool_bounds(cache, deployments):
-        tpot = rows["measured_tpot_s"].to_numpy(float)
-        ttft = rows["measured_ttft_s"].to_numpy(float)
+        tpot = rows["measured_tpot_mean_s"].to_numpy(float)
+        ttft = rows["measured_ttft_mean_s"].to_numpy(float)
         for mask, text in (
             (tpot < FLOOR_MARGIN * floor_tpot, "tpot_below_roofline: TPOT below the datasheet decode "
                                                "floor (speculative decoding or mislabelled layout?)"),

@@ -12,16 +12,40 @@ asked for; their count is reported.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-#: Metrics compared: column stem -> (predicted column, measured column).
-METRICS = {"tpot": ("predicted_tpot_s", "measured_tpot_s"), "ttft": ("predicted_ttft_s", "measured_ttft_s")}
+#: Metrics compared: column stem -> (predicted column, measured column). Both are means over the requests
+#: of a run (closed-loop steady state or simulated open loop; the measured files give means), hence
+#: ``_mean_s``: a bare ``ttft_s`` is one static batch on an idle replica (:mod:`perfmodel.metrics_vocabulary`).
+METRICS = {"tpot": ("predicted_tpot_mean_s", "measured_tpot_mean_s"),
+           "ttft": ("predicted_ttft_mean_s", "measured_ttft_mean_s")}
+
+#: Columns of prediction tables renamed in this release (old -> new): a table written before (``perfmodel
+#: validate --out``, a script's ``--out``) is read with :func:`current_columns`.
+RENAMED_COLUMNS = {"predicted_ttft_s": "predicted_ttft_mean_s", "predicted_tpot_s": "predicted_tpot_mean_s",
+                   "measured_ttft_s": "measured_ttft_mean_s", "measured_tpot_s": "measured_tpot_mean_s",
+                   "predicted_ttft_ci_pct": "predicted_ttft_mean_ci_pct",
+                   "predicted_tpot_ci_pct": "predicted_tpot_mean_ci_pct"}
 
 #: Grouping columns reported under ``by``.
 GROUPS = ("system", "model", "mode", "backend", "spec_decode", "prefix_caching")
+
+
+def current_columns(rows: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``rows`` with the old column names of :data:`RENAMED_COLUMNS` replaced by the new ones, after a
+    :class:`DeprecationWarning` naming them; ``rows`` itself when it has none (a column already under its new
+    name is kept, its old twin dropped)."""
+    old = [c for c in rows.columns if c in RENAMED_COLUMNS]
+    if not old:
+        return rows
+    warnings.warn(f"{where}: column(s) {old} renamed to {[RENAMED_COLUMNS[c] for c in old]} (means over "
+                  "requests); the old names are read for one release", DeprecationWarning, stacklevel=3)
+    twins = [c for c in old if RENAMED_COLUMNS[c] in rows.columns]
+    return rows.drop(columns=twins).rename(columns=RENAMED_COLUMNS)
 
 
 def pct_error(predicted, measured) -> np.ndarray:

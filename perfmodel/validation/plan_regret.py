@@ -36,10 +36,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from .metrics import current_columns
 
 #: Columns :func:`choose` and :func:`score_groups` need.
-ROW_COLUMNS = ("config", "clients", "gpus", "osl", "measured_ttft_s", "measured_tpot_s", "predicted_ttft_s",
-               "predicted_tpot_s")
+ROW_COLUMNS = ("config", "clients", "gpus", "osl", "measured_ttft_mean_s", "measured_tpot_mean_s",
+               "predicted_ttft_mean_s", "predicted_tpot_mean_s")
 #: Columns that define a group (one workload on one system and engine).
 GROUP_COLUMNS = ("model_path", "system", "backend", "isl", "osl")
 #: Per-user speed measures (:func:`add_rates`).
@@ -72,15 +73,16 @@ def add_rates(rows: pd.DataFrame, speed: str = "tpot") -> pd.DataFrame:
     ``e2e`` (OSL / (TTFT + (OSL - 1) TPOT))."""
     if speed not in SPEEDS:
         raise ConfigError(f"speed: expected one of {', '.join(SPEEDS)}, got {speed!r}")
+    rows = current_columns(rows, "add_rates")
     missing = [c for c in ROW_COLUMNS if c not in rows.columns]
     if missing:
         raise ConfigError(f"rows: missing column(s) {missing}; expected {list(ROW_COLUMNS)}")
     out = rows.copy()
     for kind in ("measured", "predicted"):
-        tpot, osl = out[f"{kind}_tpot_s"].to_numpy(float), out["osl"].to_numpy(float)
-        e2e = out[f"{kind}_ttft_s"].to_numpy(float) + (osl - 1.0) * tpot
+        tpot, osl = out[f"{kind}_tpot_mean_s"].to_numpy(float), out["osl"].to_numpy(float)
+        e2e = out[f"{kind}_ttft_mean_s"].to_numpy(float) + (osl - 1.0) * tpot
         out[f"{kind}_speed"] = 1.0 / tpot if speed == "tpot" else osl / e2e
-        out[f"{kind}_tps_gpu"] = throughput_per_gpu(out[f"{kind}_ttft_s"], tpot, out["clients"], out["osl"],
+        out[f"{kind}_tps_gpu"] = throughput_per_gpu(out[f"{kind}_ttft_mean_s"], tpot, out["clients"], out["osl"],
                                                     out["gpus"])
     return out
 
@@ -194,7 +196,7 @@ def choose(rows: pd.DataFrame, floor: float, speed: str = "tpot") -> Choice | No
     Choice or None
         None when no measured row meets the floor (nothing to compare against).
     """
-    r = add_rates(rows, speed)
+    r = add_rates(current_columns(rows, "choose"), speed)
     at_floor = r[r["measured_speed"] >= floor]
     if at_floor.empty:
         return None
@@ -249,6 +251,7 @@ def score_groups(rows: pd.DataFrame, quantile: float = 0.5, speed: str = "tpot",
     """
     if not 0.0 < quantile < 1.0:
         raise ConfigError(f"quantile: expected a number in (0, 1), got {quantile!r}")
+    rows = current_columns(rows, "score_groups")
     scored, skipped = [], []
     for key, g in rows.groupby(list(group_columns), sort=True):
         label = " / ".join(_cell(k) for k in key)

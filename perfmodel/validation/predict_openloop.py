@@ -30,7 +30,7 @@ steady population one W after the start. A deployment the model cannot keep up w
 with seeds 0, 1, ... are added until the 95 % confidence half-width of the mean over replications
 (Student t) is within :data:`TARGET_HALF_WIDTH` of the mean for both TTFT and TPOT, or
 :data:`MAX_REPLICATIONS` are done; the half-widths reached are reported per row
-(``predicted_ttft_ci_pct``, ``predicted_tpot_ci_pct``).
+(``predicted_ttft_mean_ci_pct``, ``predicted_tpot_mean_ci_pct``).
 """
 
 from __future__ import annotations
@@ -73,19 +73,19 @@ class OpenLoopPrediction:
     """Simulated means of one open-loop row over its replications (times in seconds).
 
     ``ci_*_pct``: half-width of the 95 % confidence interval of the mean, percent of the mean;
-    ``rate_rps``: arrivals per second the simulation sent (over all replicas); ``requests_per_s``:
+    ``rate_requests_per_s``: arrivals per second the simulation sent (over all replicas); ``requests_per_s``:
     completions per second from the first arrival to the last completion (below the rate when the
     deployment cannot keep up, and by the final drain in a short run); ``peak_in_flight``: the most
     requests sent and not yet finished at any time, over all replications (:func:`peak_in_flight`).
     """
 
-    ttft_s: float
-    tpot_s: float
+    ttft_mean_s: float
+    tpot_mean_s: float
     ci_ttft_pct: float
     ci_tpot_pct: float
     replications: int
     requests: int
-    rate_rps: float
+    rate_requests_per_s: float
     requests_per_s: float
     peak_in_flight: int
 
@@ -244,8 +244,8 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
     Returns
     -------
     predictions : pandas.DataFrame
-        The rows with ``predicted_ttft_s``, ``predicted_tpot_s``, ``predicted_ttft_ci_pct``,
-        ``predicted_tpot_ci_pct``, ``replications``, ``simulated_requests``,
+        The rows with ``predicted_ttft_mean_s``, ``predicted_tpot_mean_s``, ``predicted_ttft_mean_ci_pct``,
+        ``predicted_tpot_mean_ci_pct``, ``replications``, ``simulated_requests``,
         ``simulated_rate_requests_per_s``, ``simulated_requests_per_s``, ``simulated_peak_in_flight`` and the
         ``*_pct_error`` columns. A
         row recording a client-side cap (``max_concurrency``) is kept only when the simulation without
@@ -282,13 +282,14 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
                     f"open loop capped at max_concurrency={int(cap)}: the cap binds (up to {p.peak_in_flight} "
                     "requests in flight simulated without it), and the simulator has no client-side cap")})
                 continue
-            out.append({**r.to_dict(), "predicted_ttft_s": p.ttft_s, "predicted_tpot_s": p.tpot_s,
-                        "predicted_ttft_ci_pct": p.ci_ttft_pct, "predicted_tpot_ci_pct": p.ci_tpot_pct,
-                        "replications": p.replications, "simulated_requests": p.requests,
-                        "simulated_rate_requests_per_s": p.rate_rps, "simulated_requests_per_s": p.requests_per_s,
+            out.append({**r.to_dict(), "predicted_ttft_mean_s": p.ttft_mean_s,
+                        "predicted_tpot_mean_s": p.tpot_mean_s, "predicted_ttft_mean_ci_pct": p.ci_ttft_pct,
+                        "predicted_tpot_mean_ci_pct": p.ci_tpot_pct, "replications": p.replications,
+                        "simulated_requests": p.requests, "simulated_rate_requests_per_s": p.rate_requests_per_s,
+                        "simulated_requests_per_s": p.requests_per_s,
                         "simulated_peak_in_flight": p.peak_in_flight})
     preds = pd.DataFrame(out) if out else deployments.iloc[:0].assign(
-        predicted_ttft_s=pd.Series(dtype=float), predicted_tpot_s=pd.Series(dtype=float))
+        predicted_ttft_mean_s=pd.Series(dtype=float), predicted_tpot_mean_s=pd.Series(dtype=float))
     return add_errors(preds), pd.DataFrame(skipped, columns=["row", "id", "reason"])
 
 

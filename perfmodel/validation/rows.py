@@ -293,7 +293,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
     deployments : pandas.DataFrame
         Input columns kept (``row`` = input position) plus ``hardware``, ``model_key``, formats,
         layout (``tp pp dp ep moe_tp``; disagg prefill pool ``p_*``, worker counts), ``concurrency``
-        per replica, ``total_concurrency``, ``measured_ttft_s``, ``measured_tpot_s`` and the serving
+        per replica, ``total_concurrency``, ``measured_ttft_mean_s``, ``measured_tpot_mean_s`` and the serving
         features of :func:`~perfmodel.validation.features.row_features` (off where not recorded).
     skipped : pandas.DataFrame
         ``row``, ``id``, ``reason`` for every row that cannot be predicted.
@@ -320,7 +320,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
         except Skip as exc:
             skipped.append({"row": pos, "id": rid, "reason": str(exc.args[0])})
             continue
-        rec.update(row=pos, id=rid, measured_ttft_s=ttft / 1e3, measured_tpot_s=tpot / 1e3)
+        rec.update(row=pos, id=rid, measured_ttft_mean_s=ttft / 1e3, measured_tpot_mean_s=tpot / 1e3)
         mapped.append(rec)
     keep = [c for c in ("backend", "backend_version", "model_path", "system", "mode", "isl", "osl",
                         "precision") if c in df.columns]
@@ -335,7 +335,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
 #: Columns that identify one measurement: the same values under two ids are one run listed twice. The
 #: model id is not part of it: 93 DeepSeek-R1 rows repeat DeepSeek-V3 rows (same architecture) to the
 #: last digit of both TTFT and TPOT, which two separate runs cannot do.
-DUPLICATE_KEY = ("system", "backend", "isl", "osl", "measured_ttft_s", "measured_tpot_s")
+DUPLICATE_KEY = ("system", "backend", "isl", "osl", "measured_ttft_mean_s", "measured_tpot_mean_s")
 
 
 def drop_duplicates(deployments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
