@@ -7,7 +7,9 @@ checkpoint formats through the model loaders.
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
@@ -49,3 +51,15 @@ def renamed(new: str, new_value: Any, old: str, old_value: Any, where: str, unse
         raise ConfigError(f"{where}: give {new}= only ({old}= is its deprecated old name), not both")
     warnings.warn(f"{where}: {old}= is deprecated, use {new}=", DeprecationWarning, stacklevel=3)
     return old_value
+
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def stacklevel_outside() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn` that names the first caller outside perfmodel (the
+    user's line), however deep inside the package the call to the function asking is."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level

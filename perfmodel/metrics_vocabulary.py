@@ -183,8 +183,10 @@ _ENTRIES: list[Metric] = [
        "predict --engine"),
     _m("memory_capacity_bytes", "bytes", "memory of one device", "Prediction", "predict --deployment", HW_LIST),
     _m("max_batch_at_context", "1", "largest batch whose KV cache fits at isl + osl tokens", *PREDICT),
-    _m("speedup", "1", "tpot_s at the fewest devices / tpot_s here (claim: the claim file's input of that name, "
-       "a multiplier of a system's tokens per decode step, default 1)", "scaling_curve", "claim"),
+    _m("speedup", "1", "tpot_s at the fewest devices / tpot_s here", "scaling_curve"),
+    _m("tokens_per_step_multiplier", "1", "a claim side's input echoed with its result: factor on the tokens "
+       "each sequence gets per decode step at no extra step time (per-user speed and metric multiplied by it; "
+       "default 1)", "claim"),
     _m("ideal_speedup", "1", "devices here / the fewest devices", "scaling_curve"),
     _m("scaling_efficiency", "1", "speedup / ideal_speedup", "scaling_curve"),
     _m("comm_share", "1", "comm_s_per_token / tpot_s", "scaling_curve"),
@@ -283,6 +285,35 @@ _ENTRIES: list[Metric] = [
     _m("kv_bytes_per_token_per_device", "bytes/token", "KV-cache bytes one token takes on one device",
        KV_MEMORY),
     _m("kv_block_size", "1", "tokens per KV-cache block (the engine profile's field)", KV_MEMORY),
+    # ---- validation: per-row predictions and measurements (validate --out, ValidationRun frames); means
+    # over a run's requests, hence _mean_s (a bare ttft_s is one static batch on an idle replica)
+    _m("measured_ttft_mean_s", "s", "measured time to first token of a run: mean over its requests, as the "
+       "measurement file gives it (closed-loop steady state or open-loop arrivals)", "validate --out",
+       "ValidationRun"),
+    _m("measured_tpot_mean_s", "s", "measured time per output token of a run: mean over its requests",
+       "validate --out", "ValidationRun"),
+    _m("predicted_ttft_mean_s", "s", "predicted mean time to first token of the same run: the closed-loop "
+       "steady state's ttft_mean_s at the run's clients, or an open-loop run's mean over simulated requests",
+       "validate --out", "ValidationRun"),
+    _m("predicted_tpot_mean_s", "s", "predicted mean time per output token of the same run (as "
+       "predicted_ttft_mean_s)", "validate --out", "ValidationRun"),
+    _m("predicted_decode_batch_mean", "1", "the steady state's decode_batch_mean for a closed-loop run",
+       "validate --out", "ValidationRun"),
+    _m("predicted_ttft_mean_ci_pct", "%", "open loop: half-width of the 95 % confidence interval of "
+       "predicted_ttft_mean_s over the simulation's replications, in percent of it", "validate --out",
+       "ValidationRun"),
+    _m("predicted_tpot_mean_ci_pct", "%", "open loop: the same for predicted_tpot_mean_s", "validate --out",
+       "ValidationRun"),
+    _m("replications", "1", "open loop: seeded simulations averaged for a run", "validate --out",
+       "ValidationRun"),
+    _m("simulated_requests", "1", "open loop: requests per simulation of a run", "validate --out",
+       "ValidationRun"),
+    _m("simulated_peak_in_flight", "1", "open loop: most requests sent and not finished at once in the "
+       "simulations", "validate --out", "ValidationRun"),
+    _m("tpot_pct_error", "% error", "a row's 100 (predicted_tpot_mean_s - measured_tpot_mean_s) / "
+       "measured_tpot_mean_s", "validate --out", "ValidationRun"),
+    _m("ttft_pct_error", "% error", "a row's 100 (predicted_ttft_mean_s - measured_ttft_mean_s) / "
+       "measured_ttft_mean_s", "validate --out", "ValidationRun"),
     # ---- validation: errors of the predictions against measurements
     _m("rows", "1", "rows of the measurement file", "validate"),
     _m("predicted", "1", "rows predicted", "validate"),
@@ -379,6 +410,16 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
      "kv_pool_bytes_per_device, kv_bytes_per_token_per_device, kv_block_size, kv_cache_tokens, dp_attention",
      "simulate's kv_memory record, JSON and CSV (EngineMemory.as_dict; the attributes keep their names)"),
     ("predicted_n_decode", "predicted_decode_batch_mean", "validate --out, ServingProblem.predictions()"),
+    ("predicted_ttft_s, predicted_tpot_s, measured_ttft_s, measured_tpot_s",
+     "predicted_ttft_mean_s, predicted_tpot_mean_s, measured_ttft_mean_s, measured_tpot_mean_s",
+     "validate --out, ValidationRun.predictions/open_loop, ServingProblem.predictions(), map_rows, "
+     "cross_validate (they are means over requests); plan_regret's add_rates/choose/score_groups and "
+     "the scripts reading an older CSV still accept the old names, with a DeprecationWarning"),
+    ("speedup", "tokens_per_step_multiplier",
+     "claim files (a baseline/candidate key, an unknown's path) and claim output; the old key is still read, "
+     "with a DeprecationWarning (speedup now only names scaling_curve's TPOT ratio)"),
+    ("predicted_ttft_ci_pct, predicted_tpot_ci_pct", "predicted_ttft_mean_ci_pct, predicted_tpot_mean_ci_pct",
+     "validate --out (open-loop rows)"),
     ("formats", "weights, activations, kv_cache",
      "simulate, max-load JSON and CSV: the label (\"w:fp8 a:fp8 kv:fp8\") became three keys "
      "(prefill_weights... and decode_weights... when the P/D pools differ)"),
@@ -517,7 +558,9 @@ def glossary_md() -> str:
         "Renamed in this release (JSON/CSV keys and DataFrame columns changed; `Prediction."
         "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
         "and `SteadyState.ttft_s`/`tpot_s`/`e2e_s`/`n_decode`/`throughput_rps`/"
-        "`throughput_output_tokens_per_s` still answer, with a `DeprecationWarning`, for one release):\n",
+        "`throughput_output_tokens_per_s` still answer, with a `DeprecationWarning`, for one release; so do "
+        "a claim file's `speedup` key and, in `plan_regret.add_rates`/`choose`/`score_groups` and the scripts "
+        "reading a saved prediction table, the old `predicted_*_s`/`measured_*_s` columns):\n",
         renames_table() + "\n",
     ])
 

@@ -35,6 +35,7 @@ from perfmodel.metrics_vocabulary import (
     name_suffix,
     unit_of,
 )
+from perfmodel.validation.metrics import RENAMED_COLUMNS
 
 M = ["--model", "llama-3.1-8b", "--hardware", "h100-sxm"]
 L = ["--isl", "512", "--osl", "64"]
@@ -271,3 +272,55 @@ def test_python_frames_use_the_glossary_names():
         numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool]
         assert [c for c in numeric if lookup(c.rsplit(".", 1)[-1]) is None] == [], where
     assert set(pm.steady_state(step, [8], 512, 64).as_dict()) <= set(GLOSSARY) | {"limited_by"}
+
+
+def test_validate_out_result_columns_are_glossary_means(tmp_path):
+    """``validate --out`` (closed and open loop): every predicted, measured, simulated and error column is a
+    glossary name, the times are named as means (the runs' TTFT/TPOT are means over requests, not one
+    static batch), and none of the old names is written."""
+    out = {}
+    for name in ("validate", "validate-open"):
+        path = tmp_path / f"{name}.csv"
+        _run([*COMMANDS[name], "--out", str(path), "--format", "json"])
+        out[name] = pd.read_csv(path)
+    result = {c for df in out.values() for c in df.columns
+              if c.startswith(("predicted_", "measured_", "simulated_")) or c.endswith(("_pct", "_pct_error"))}
+    assert result >= {"predicted_ttft_mean_s", "predicted_tpot_mean_s", "measured_ttft_mean_s",
+                      "measured_tpot_mean_s", "predicted_decode_batch_mean", "predicted_ttft_mean_ci_pct",
+                      "tpot_pct_error", "simulated_requests_per_s"}
+    assert sorted(result - set(GLOSSARY)) == []
+    times = {c for c in result if GLOSSARY[c].unit == "s"}
+    assert len(times) == 4 and all(c.endswith("_mean_s") and "mean" in GLOSSARY[c].definition for c in times)
+    assert not {c for df in out.values() for c in df.columns} & set(RENAMED_COLUMNS)
+    renamed = {n for names, _, _ in RENAMED for n in names.split(", ")}
+    assert set(RENAMED_COLUMNS) <= renamed                 # listed in docs/cli.md's table of renames
+
+
+def test_old_validation_columns_are_read_with_a_warning():
+    """A prediction table written before the rename (old column names) still scores, with a
+    DeprecationWarning naming the new names, and gives the same numbers as under the new names."""
+    from perfmodel.validation.plan_regret import add_rates
+
+    new = pd.DataFrame({"config": ["a", "b"], "clients": [4.0, 8.0], "gpus": [1.0, 2.0], "osl": [101.0, 101.0],
+                        "measured_ttft_mean_s": [0.5, 1.0], "measured_tpot_mean_s": [0.01, 0.02],
+                        "predicted_ttft_mean_s": [0.4, 0.9], "predicted_tpot_mean_s": [0.012, 0.018]})
+    old = new.rename(columns=lambda c: c.replace("_mean_s", "_s"))
+    with pytest.warns(DeprecationWarning, match="renamed to .*'predicted_ttft_mean_s'"):
+        got = add_rates(old)
+    want = add_rates(new)
+    # x = C O / ((TTFT + (O - 1) TPOT) G): row a measured 4 * 101 / ((0.5 + 100 * 0.01) * 1) = 269.33 tok/s/GPU
+    assert want["measured_tps_gpu"].iloc[0] == pytest.approx(4 * 101 / 1.5)
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_speedup_has_one_meaning():
+    """``speedup`` is scaling_curve's output ratio only; the claim input it also named is
+    ``tokens_per_step_multiplier`` (glossary and the claim's output)."""
+    assert GLOSSARY["speedup"].emitted_by == ("scaling_curve",)
+    assert "claim" not in GLOSSARY["speedup"].definition
+    assert GLOSSARY["tokens_per_step_multiplier"].emitted_by == ("claim",)
+    claim = json.loads(_run([*COMMANDS["claim"], "--format", "json"]))
+    keys = {key_name(k) for k, _ in _flatten(claim)}
+    assert "tokens_per_step_multiplier" in keys and "speedup" not in keys
+    curve = pm.scaling_curve("llama-3.1-8b", "h100-sxm", devices=[1, 2])
+    assert curve["speedup"].tolist() == pytest.approx((curve["tpot_s"].iloc[0] / curve["tpot_s"]).tolist())

@@ -3,7 +3,7 @@
 A claim is data (YAML in ``perfmodel/data/claims/``): a metric, a claimed ratio (candidate over
 baseline) or value, the operating point (e.g. at least 400 output tokens/s per user, ISL/OSL), the
 baseline and candidate as deployments (the :mod:`perfmodel.deployment` file format, plus an optional
-``speedup``), the source, what the source states and what had to be assumed, and the **unknowns**: the
+``tokens_per_step_multiplier``), the source, what the source states and what had to be assumed, and the **unknowns**: the
 figures the source does not give, each with a nominal value and a range (or a list of values).
 
 :func:`check_claim` then
@@ -26,8 +26,10 @@ sequence and drafts k, so its gain shrinks with the batch. Unknowns may move it
 list sets every path (the same speculation on both systems), and a ``nominal`` of null leaves the
 claim's own value (e.g. the sourced acceptance) in place at nominal.
 
-``speedup`` (default 1), the older stand-in, multiplies a system's tokens per decode step with no
-verification cost; the shipped claims use ``spec_decode`` instead.
+``tokens_per_step_multiplier`` (default 1), the older stand-in, multiplies a system's tokens per decode
+step with no verification cost; the shipped claims use ``spec_decode`` instead. Its old name ``speedup``
+(which in :func:`~perfmodel.deployment.scaling_curve` is an output, a TPOT ratio) is still read, with a
+:class:`DeprecationWarning` (:mod:`perfmodel.planning.claim_keys`).
 
 No value of a check is NaN or infinite: a ratio that cannot be formed (a system that cannot reach
 the per-user floor at some value) is None with the reason beside it (``ratio_note``).
@@ -52,6 +54,7 @@ from ..hardware.registry import read_yaml
 from ..spec_base import Strict as _Strict
 from ..spec_base import format_validation_error
 from ..units import to_si, units_required
+from .claim_keys import MULTIPLIER_KEY, normalise, renamed_side
 
 Metric = Literal["output_tokens_per_s_per_mw", "output_tokens_per_s_per_device", "per_user_tokens_per_s",
                  "output_tokens_per_s"]
@@ -61,7 +64,7 @@ class Unknown(_Strict):
     """A figure the claim's source does not state.
 
     ``path`` addresses the value to set: ``candidate.links.gpu-lpu.alpha``,
-    ``baseline.precision.weights``, ``candidate.speedup``, ``operating_point.isl``... ``nominal``,
+    ``baseline.precision.weights``, ``candidate.tokens_per_step_multiplier``, ``operating_point.isl``... ``nominal``,
     ``low`` and ``high`` are quantity strings of ``dimension`` (or numbers in SI units); ``values``
     lists discrete alternatives instead of a range.
     """
@@ -135,6 +138,12 @@ class Claim(_Strict):
     unknowns: list[Unknown] = Field(default_factory=list)
     notes: str = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        """Old side keys renamed (with a warning), each side's keys checked (:mod:`.claim_keys`)."""
+        return normalise(data) if isinstance(data, dict) else data
+
     @model_validator(mode="after")
     def _baseline(self) -> Claim:
         if self.claim_type == "ratio" and self.baseline is None:
@@ -173,6 +182,10 @@ def load_claim(source: str | Path | dict | Claim) -> Claim:
     if not isinstance(data, dict):
         got = "an empty file" if data is None else type(data).__name__
         raise SpecError(f"{origin}: expected a mapping of claim fields, got {got}")
+    try:
+        data = normalise(data)
+    except ValueError as exc:
+        raise SpecError(f"{origin}: {exc}") from None
     try:
         if origin == "claim":
             return Claim.model_validate(data)
@@ -214,20 +227,21 @@ def _batches(op: OperatingPoint) -> np.ndarray:
 def system_curve(system: dict[str, Any], model: str, metric: str, op: OperatingPoint) -> dict[str, Any]:
     """One vectorised :func:`~perfmodel.deployment.predict_deployment` call over the batch grid.
 
-    Returns the batch sizes, per-user speeds and metric values (times ``speedup``), the fit flags and
-    the deployment's devices, power and assumptions.
+    Returns the batch sizes, per-user speeds and metric values (times ``tokens_per_step_multiplier``),
+    the fit flags and the deployment's devices, power and assumptions.
     """
     from ..deployment import predict_deployment
 
-    dep = {k: v for k, v in system.items() if k != "speedup"}
+    system = renamed_side(system, "system_curve")
+    dep = {k: v for k, v in system.items() if k != MULTIPLIER_KEY}
     dep.setdefault("model", model)
-    s = float(system.get("speedup", 1.0))
+    s = float(system.get(MULTIPLIER_KEY, 1.0))
     b = _batches(op)
     p = predict_deployment(dep, isl=op.isl, osl=op.osl, batch=b)
     return {"batch": b, "user": np.broadcast_to(np.asarray(p.per_user_tokens_per_s, float) * s, b.shape),
             "value": np.broadcast_to(np.asarray(getattr(p, metric), float) * s, b.shape),
             "fits": np.broadcast_to(np.asarray(p.fits, bool), b.shape), "devices": p.devices,
-            "power_w": p.config.get("power_w"), "speedup": s, "assumptions": list(p.assumptions),
+            "power_w": p.config.get("power_w"), MULTIPLIER_KEY: s, "assumptions": list(p.assumptions),
             "spec_decode": p.config.get("spec_decode", "off")}
 
 
@@ -239,7 +253,8 @@ def best_at(curve: dict[str, Any], floor: float) -> dict[str, Any]:
     user, value = curve["user"], curve["value"]
     ok = curve["fits"] & (user >= floor) & np.isfinite(value)
     out = {"reachable": bool(ok.any()), "max_per_user_tokens_per_s": float(user[0]),
-           "devices": curve["devices"], "power_w": curve["power_w"], "speedup": curve["speedup"],
+           "devices": curve["devices"], "power_w": curve["power_w"],
+           MULTIPLIER_KEY: curve[MULTIPLIER_KEY],
            "spec_decode": curve.get("spec_decode", "off"),
            "assumptions": curve["assumptions"], "value": 0.0, "batch": None, "per_user_tokens_per_s": None}
     if ok.any():
