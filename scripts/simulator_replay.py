@@ -50,12 +50,16 @@ def _ramp(r: pd.Series, start: str) -> float | str:
     return float(r["predicted_ttft_mean_s"] + (r["osl"] - 1) * r["predicted_tpot_mean_s"])
 
 
+#: This script's own columns as an --out CSV written before they were named as means has them.
+OLD_COLUMNS = {"sim_ttft_s": "sim_ttft_mean_s", "sim_tpot_s": "sim_tpot_mean_s"}
+
+
 def replay(rows: pd.DataFrame, requests_per_client: int, warmup: float, start: str = "auto") -> pd.DataFrame:
-    """Simulated mean TTFT and TPOT [s] of each row (``sim_ttft_s``, ``sim_tpot_s``; NaN on failure)."""
+    """Simulated mean TTFT and TPOT [s] of each row (``sim_ttft_mean_s``, ``sim_tpot_mean_s``; NaN on failure)."""
     cache = StepModelCache("calibrated")
     timers: dict = {}
     out = rows.copy()
-    out["sim_ttft_s"], out["sim_tpot_s"], out["sim_reason"] = np.nan, np.nan, ""
+    out["sim_ttft_mean_s"], out["sim_tpot_mean_s"], out["sim_reason"] = np.nan, np.nan, ""
     for idx, r in rows.iterrows():
         try:
             sm = cache.get(tuple(r[c] for c in CONFIG_COLUMNS))
@@ -67,7 +71,7 @@ def replay(rows: pd.DataFrame, requests_per_client: int, warmup: float, start: s
             w = Workload.fixed(int(r["isl"]), max(int(r["osl"]), 2), concurrency=c, ramp_up=_ramp(r, start))
             res = simulate(sm, w, engine=engine, requests=max(requests_per_client * c, 40), seed=1,
                            timer_cache=timers).summary(warmup=warmup)
-            out.loc[idx, ["sim_ttft_s", "sim_tpot_s"]] = res["ttft_mean_s"], res["tpot_mean_s"]
+            out.loc[idx, ["sim_ttft_mean_s", "sim_tpot_mean_s"]] = res["ttft_mean_s"], res["tpot_mean_s"]
         except PerfmodelError as exc:
             out.loc[idx, "sim_reason"] = str(exc)[:120]
     return out
@@ -90,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the table of the --out CSVs of earlier parts instead of replaying")
     args = ap.parse_args(argv)
     if args.combine:
-        report(pd.concat([current_columns(pd.read_csv(f), f) for f in args.combine], ignore_index=True), 0.0)
+        parts = [current_columns(pd.read_csv(f), f).rename(columns=OLD_COLUMNS) for f in args.combine]
+        report(pd.concat(parts, ignore_index=True), 0.0)
         return 0
     t0 = time.perf_counter()
     problem, _ = serving_problem(pd.read_csv(shipped_path("serving")), "calibrated")
@@ -110,18 +115,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(done: pd.DataFrame, wall: float) -> None:
     """Print the error table of the replayed rows ``done``."""
-    ok = done[np.isfinite(done["sim_ttft_s"])]
+    ok = done[np.isfinite(done["sim_ttft_mean_s"])]
     print(f"rows replayed: {len(ok)} of {len(done)} sampled; {wall:.0f} s")
     table = []
     for metric in ("ttft", "tpot"):
-        for label, col in (("simulate", f"sim_{metric}_s"), ("steady state", f"predicted_{metric}_mean_s")):
+        for label, col in (("simulate", f"sim_{metric}_mean_s"), ("steady state", f"predicted_{metric}_mean_s")):
             e = error_stats(100.0 * (ok[col].to_numpy() / ok[f"measured_{metric}_mean_s"].to_numpy() - 1.0))
             table.append({"metric": metric.upper(), "path": label, **e})
     print(pd.DataFrame(table).to_string(index=False))
-    ratio = ok["sim_ttft_s"] / ok["predicted_ttft_mean_s"]
+    ratio = ok["sim_ttft_mean_s"] / ok["predicted_ttft_mean_s"]
     print(f"simulate / steady state TTFT: median {ratio.median():.2f}, p10 {ratio.quantile(0.1):.2f}, "
           f"p90 {ratio.quantile(0.9):.2f}; TPOT median "
-          f"{(ok['sim_tpot_s'] / ok['predicted_tpot_mean_s']).median():.2f}")
+          f"{(ok['sim_tpot_mean_s'] / ok['predicted_tpot_mean_s']).median():.2f}")
 
 
 if __name__ == "__main__":

@@ -305,8 +305,9 @@ def test_old_validation_columns_are_read_with_a_warning():
                         "measured_ttft_mean_s": [0.5, 1.0], "measured_tpot_mean_s": [0.01, 0.02],
                         "predicted_ttft_mean_s": [0.4, 0.9], "predicted_tpot_mean_s": [0.012, 0.018]})
     old = new.rename(columns=lambda c: c.replace("_mean_s", "_s"))
-    with pytest.warns(DeprecationWarning, match="renamed to .*'predicted_ttft_mean_s'"):
+    with pytest.warns(DeprecationWarning, match="renamed to .*'predicted_ttft_mean_s'") as rec:
         got = add_rates(old)
+    assert [w.filename for w in rec] == [__file__]                     # one warning, at the caller's line
     want = add_rates(new)
     # x = C O / ((TTFT + (O - 1) TPOT) G): row a measured 4 * 101 / ((0.5 + 100 * 0.01) * 1) = 269.33 tok/s/GPU
     assert want["measured_tps_gpu"].iloc[0] == pytest.approx(4 * 101 / 1.5)

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..deprecation import stacklevel_outside
+
 #: Metrics compared: column stem -> (predicted column, measured column). Both are means over the requests
 #: of a run (closed-loop steady state or simulated open loop; the measured files give means), hence
 #: ``_mean_s``: a bare ``ttft_s`` is one static batch on an idle replica (:mod:`perfmodel.metrics_vocabulary`).
@@ -43,7 +45,8 @@ def current_columns(rows: pd.DataFrame, where: str) -> pd.DataFrame:
     if not old:
         return rows
     warnings.warn(f"{where}: column(s) {old} renamed to {[RENAMED_COLUMNS[c] for c in old]} (means over "
-                  "requests); the old names are read for one release", DeprecationWarning, stacklevel=3)
+                  "requests); the old names are read for one release", DeprecationWarning,
+                  stacklevel=stacklevel_outside())
     twins = [c for c in old if RENAMED_COLUMNS[c] in rows.columns]
     return rows.drop(columns=twins).rename(columns=RENAMED_COLUMNS)
 
