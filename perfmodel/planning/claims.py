@@ -3,8 +3,9 @@
 A claim is data (YAML in ``perfmodel/data/claims/``): a metric, a claimed ratio (candidate over
 baseline) or value, the operating point (e.g. at least 400 output tokens/s per user, ISL/OSL), the
 baseline and candidate as deployments (the :mod:`perfmodel.deployment` file format, plus an optional
-``tokens_per_step_multiplier``), the source, what the source states and what had to be assumed, and the **unknowns**: the
-figures the source does not give, each with a nominal value and a range (or a list of values).
+``tokens_per_step_multiplier``), the source, what the source states and what had to be assumed, and the
+**unknowns**: the figures the source does not give, each with a nominal value and a range (or a list of
+values).
 
 :func:`check_claim` then
 
@@ -64,9 +65,9 @@ class Unknown(_Strict):
     """A figure the claim's source does not state.
 
     ``path`` addresses the value to set: ``candidate.links.gpu-lpu.alpha``,
-    ``baseline.precision.weights``, ``candidate.tokens_per_step_multiplier``, ``operating_point.isl``... ``nominal``,
-    ``low`` and ``high`` are quantity strings of ``dimension`` (or numbers in SI units); ``values``
-    lists discrete alternatives instead of a range.
+    ``baseline.precision.weights``, ``candidate.tokens_per_step_multiplier``, ``operating_point.isl``...
+    ``nominal``, ``low`` and ``high`` are quantity strings of ``dimension`` (or numbers in SI units);
+    ``values`` lists discrete alternatives instead of a range.
     """
 
     name: str

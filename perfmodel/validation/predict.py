@@ -272,13 +272,14 @@ class ServingProblem:
                 yield b.positions, res
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
-        """:attr:`rows` with ``predicted_ttft_mean_s``, ``predicted_tpot_mean_s``, ``predicted_decode_batch_mean`` (mean
-        decoding sequences per (decode) replica) and ``limited_by`` (what caps the decode batch:
-        ``clients``, ``max_num_seqs``, ``kv_cache``, ``prefill_budget`` or ``prefill_pool``)."""
+        """:attr:`rows` with ``predicted_ttft_mean_s``, ``predicted_tpot_mean_s`` (the steady state's means over
+        requests), ``predicted_decode_batch_mean`` (mean decoding sequences per (decode) replica) and
+        ``limited_by`` (what caps the decode batch: ``clients``, ``max_num_seqs``, ``kv_cache``,
+        ``prefill_budget`` or ``prefill_pool``)."""
         out = self.rows.copy()
-        cols = {"predicted_ttft_mean_s": np.full(len(out), np.nan), "predicted_tpot_mean_s": np.full(len(out), np.nan),
-                "predicted_decode_batch_mean": np.full(len(out), np.nan),
-                "limited_by": np.full(len(out), "", dtype=object)}
+        cols = {name: np.full(len(out), np.nan)
+                for name in ("predicted_ttft_mean_s", "predicted_tpot_mean_s", "predicted_decode_batch_mean")}
+        cols["limited_by"] = np.full(len(out), "", dtype=object)
         for positions, res in self._solve(calibrations):
             cols["predicted_ttft_mean_s"][positions] = res.ttft_mean_s
             cols["predicted_tpot_mean_s"][positions] = res.tpot_mean_s
