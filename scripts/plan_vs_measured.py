@@ -2,8 +2,9 @@
 
 Usage::
 
-    python scripts/plan_vs_measured.py           # print the summary, write the page
+    python scripts/plan_vs_measured.py           # print the summary, write the page and its JSON summary
     python scripts/plan_vs_measured.py --check   # exit 1 if the page is out of date
+    python scripts/plan_vs_measured.py --summary-from-page   # only the JSON summary, read from the page
 
 For every workload of ``perfmodel/data/validation/serving_measured.csv`` measured under two or more
 deployment configurations, :mod:`perfmodel.validation.plan_regret` compares the configuration the
@@ -11,6 +12,8 @@ predictions rank first at a per-user speed floor with the measured best at that 
 the validated closed-loop path (:func:`perfmodel.validation.validate_serving`: the steady state under
 each engine, the path ``perfmodel estimate`` runs), once with the fitted engine terms (``calibrated``,
 fitted on these same runs) and once with the uncalibrated presets (``preset``). Nothing is fitted here.
+Beside the page, ``docs/data/plan_vs_measured_summary.json`` holds its summary tables as printed (the
+README quotes them through ``scripts/readme_figures.py``).
 30 s to 2 min on 2 cores, depending on their load.
 """
 
@@ -28,10 +31,17 @@ from perfmodel.validation import shipped_path, validate_serving
 from perfmodel.validation.plan_regret import WITHIN_PCT, deployment_rows, score_groups, summarize
 from perfmodel.validation.predict_disagg import NO_KV_REASON
 from perfmodel.validation.report import markdown_table
+from perfmodel.validation.report_summary import (
+    plan_summary,
+    plan_summary_from_page,
+    summary_json,
+    write_summary,
+)
 from perfmodel.validation.rows import map_rows, reason_category
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "plan-vs-measured.md"
+SUMMARY = ROOT / "docs" / "data" / "plan_vs_measured_summary.json"
 #: Floors: these quantiles of each group's measured per-user speeds; the median is the headline.
 QUANTILES = (0.25, 0.5, 0.75)
 HEADLINE = 0.5
@@ -129,14 +139,26 @@ def compute() -> dict:
             "summaries": summaries}
 
 
+def same_picks(res: dict) -> int:
+    """Groups in which the calibrated and the preset predictions pick the same configuration."""
+    keys = ["model_path", "system", "backend", "isl", "osl"]
+    both = res["scored"]["calibrated"].merge(res["scored"]["preset"], on=keys, suffixes=("", "_preset"))
+    return int((both["pick_config"] == both["pick_config_preset"]).sum())
+
+
+def summary(res: dict) -> dict:
+    """The page's summary tables and counts as printed (:func:`perfmodel.validation.report_summary.plan_summary`)."""
+    cal = res["scored"]["calibrated"]
+    return plan_summary({"summary": summary_rows(res["summaries"]), "breakdown": breakdown_rows(cal)},
+                        res["csv_rows"], len(res["rows"]["calibrated"]), same_picks(res), len(cal))
+
+
 def render(res: dict) -> str:
     cal = res["scored"]["calibrated"]
     head = res["summaries"][("tpot", "calibrated", HEADLINE)]
     pre = res["summaries"][("tpot", "preset", HEADLINE)]
     rows = res["rows"]["calibrated"]
-    keys = ["model_path", "system", "backend", "isl", "osl"]
-    both = cal.merge(res["scored"]["preset"], on=keys, suffixes=("", "_preset"))
-    same = int((both["pick_config"] == both["pick_config_preset"]).sum())
+    same = same_picks(res)
     counts = "\n".join(f"- {k}: {v}" for k, v in res["counts"]["calibrated"].items())
     worst = cal[cal["pick_rank"] > 0].sort_values("regret_pct", ascending=False).head(5)
     worst_text = "; ".join(f"{short_model(r.model_path)} on {r.system} ({r.backend}, {int(r.isl)}/{int(r.osl)}) "
@@ -244,19 +266,31 @@ Regenerate: `python scripts/plan_vs_measured.py` (30 s to 2 min on 2 cores, depe
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/plan-vs-measured.md is out of date")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if docs/plan-vs-measured.md or its JSON summary is out of date")
+    ap.add_argument("--summary-from-page", action="store_true",
+                    help=f"only write {SUMMARY.relative_to(ROOT)} from the committed page's tables (no run)")
     args = ap.parse_args(argv)
+    if args.summary_from_page:
+        write_summary(SUMMARY, plan_summary_from_page(DOC.read_text(encoding="utf-8")))
+        print(f"wrote {SUMMARY.relative_to(ROOT)} from {DOC.relative_to(ROOT)}")
+        return 0
     t0 = time.perf_counter()
     res = compute()
     text = render(res)
     print(markdown_table(summary_rows(res["summaries"])))
     print(f"({time.perf_counter() - t0:.0f} s)")
+    summ = summary(res)
+    if summ != plan_summary_from_page(text):  # the page and its summary must say the same
+        raise SystemExit(f"{SUMMARY}: the summary differs from what {DOC} prints; fix report_summary")
     if args.check:
-        fresh = DOC.exists() and DOC.read_text() == text
-        print("docs/plan-vs-measured.md is " + ("up to date" if fresh else "stale: run the script"))
+        fresh = (DOC.exists() and DOC.read_text() == text and SUMMARY.exists()
+                 and SUMMARY.read_text(encoding="utf-8") == summary_json(summ))
+        print("docs/plan-vs-measured.md and its summary are " + ("up to date" if fresh else "stale: run the script"))
         return 0 if fresh else 1
     DOC.write_text(text)
-    print(f"wrote {DOC.relative_to(ROOT)}")
+    write_summary(SUMMARY, summ)
+    print(f"wrote {DOC.relative_to(ROOT)}, {SUMMARY.relative_to(ROOT)}")
     return 0
 
 

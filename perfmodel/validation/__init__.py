@@ -17,6 +17,7 @@ Modules, one concern each: :mod:`~perfmodel.validation.rows` (measured rows -> d
 :mod:`~perfmodel.validation.arrivals` (open- vs closed-loop columns),
 :mod:`~perfmodel.validation.predict_openloop` (open-loop rows by simulation), :mod:`~perfmodel.validation.run`
 (entry points), :mod:`~perfmodel.validation.report` (tables and figures),
+:mod:`~perfmodel.validation.report_summary` (the report pages' tables as JSON, quoted by the README),
 :mod:`~perfmodel.validation.plan_regret` (the configuration ranked best vs the measured best).
 """
 
