@@ -1,11 +1,14 @@
-"""Regenerate the command outputs quoted in docs pages, so that their numbers cannot drift.
+"""Regenerate the command outputs quoted in README.md and docs pages, so that their numbers cannot drift.
 
 In each page of PAGES, every block between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
 is replaced by the output of the command NAME stands for (COMMANDS below), run on this checkout, inside a
 code fence; ``<!-- generated-md: NAME -->`` blocks take the output as Markdown (tables), unfenced;
-``--check`` only reports stale pages (exit 1), as tests/test_split_microbatch.py does.
+``--check`` only reports stale pages (exit 1), as tests/test_split_microbatch.py does
+(tests/test_readme_figures.py checks README.md alone, in the fast tier). The README's figures
+(``readme-*`` blocks) are printed by ``scripts/readme_figures.py`` from the reports' JSON summaries
+(``docs/data/``), so regenerating a report and then this script moves them.
 
-    python scripts/gen_doc_blocks.py [--check]
+    python scripts/gen_doc_blocks.py [--check] [--page README.md ...]
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md", ROOT / "docs" / "calibration.md",
+PAGES = [ROOT / "README.md", ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md", ROOT / "docs" / "calibration.md",
          ROOT / "docs" / "planning.md"]
 PLAN = [sys.executable, "-m", "perfmodel", "plan"]
 
@@ -54,6 +57,8 @@ COMMANDS = {
     "list-price-table": [sys.executable, "-m", "scripts.list_price_table"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
+    **{f"readme-{b}": [sys.executable, "scripts/readme_figures.py", b]
+       for b in ("error-table", "by-engine", "open-loop", "limits", "plan-vs-measured")},
 }
 BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(?P<close>```\n<!-- end generated -->)"
                    r"|(?P<mdopen><!-- generated-md: (?P<md>[\w-]+) -->\n)(?P<mdbody>.*?)(?P<mdclose><!-- end generated -->)",
@@ -81,18 +86,27 @@ def render(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="report stale pages, write nothing")
+    p.add_argument("--page", action="append", default=None, metavar="PATH",
+                   help="only this page (repository-relative, e.g. README.md; repeatable); default: all of PAGES")
     args = p.parse_args(argv)
+    pages = PAGES
+    if args.page:
+        known = {str(q.relative_to(ROOT)): q for q in PAGES}
+        unknown = sorted(set(args.page) - set(known))
+        if unknown:
+            raise SystemExit(f"--page: {unknown} not among the generated pages; allowed: {sorted(known)}")
+        pages = [known[n] for n in args.page]
     stale = 0
-    for page in PAGES:
+    for page in pages:
         text = page.read_text(encoding="utf-8")
         names = [m.group("name") or m.group("md") for m in BLOCK.finditer(text)]
         unknown = sorted(set(names) - set(COMMANDS))
         if unknown:
-            raise SystemExit(f"{page.name}: unknown generated blocks {unknown}; known: {sorted(COMMANDS)}")
+            raise SystemExit(f"{page.relative_to(ROOT)}: unknown generated blocks {unknown}; known: {sorted(COMMANDS)}")
         new = render(text)
         if args.check:
             if new != text:
-                print(f"stale: docs/{page.name} (run python scripts/gen_doc_blocks.py)")
+                print(f"stale: {page.relative_to(ROOT)} (run python scripts/gen_doc_blocks.py)")
                 stale += 1
             continue
         page.write_text(new, encoding="utf-8")

@@ -60,7 +60,7 @@ def test_two_micro_batches_beat_one_on_the_split():
 
 @pytest.mark.slow  # runs every generating command: about 50 s of CPU, 3 min wall on a loaded 2-core VM
 def test_docs_numbers_are_generated():
-    """Every command output quoted in the docs pages of scripts/gen_doc_blocks.py (placement, sram,
+    """Every command output quoted in the pages of scripts/gen_doc_blocks.py (README, placement, sram,
     calibration, planning) is what the code prints today."""
     import subprocess
     import sys
