@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "docs" / "placement.md", ROOT / "docs" / "sram.md", ROOT / "docs" / "calibration.md",
-         ROOT / "docs" / "planning.md"]
+         ROOT / "docs" / "planning.md", ROOT / "docs" / "speculative.md"]
 PLAN = [sys.executable, "-m", "perfmodel", "plan"]
 
 #: block name -> command (run from the repository root with this checkout's package first on the path)
@@ -30,12 +31,15 @@ COMMANDS = {
     "split-cli": [sys.executable, "-m", "perfmodel", "predict", "--deployment",
                   "deployments/kimi-k2-vera-rubin-lpx-split.yaml", "--isl", "2048", "--osl", "256",
                   "--batch", "1,64,1024"],
+    "spec-mtp-deployment": [sys.executable, "-m", "perfmodel", "predict", "--deployment",
+                            "deployments/deepseek-r1-dgx-b200-mtp.yaml", "--isl", "1024", "--osl", "2048",
+                            "--batch", "1,64"],
     "split-micro-batches": [sys.executable, "benchmarks/split_micro_batches.py", "micro-batches"],
     "offload": [sys.executable, "benchmarks/split_micro_batches.py", "offload"],
     "placement-table": [sys.executable, "benchmarks/placement_table.py"],
     "sram-layout": [sys.executable, "-m", "perfmodel", "predict", "--model", "llama-2-70b", "--hardware",
-                    "groq-lpu", "--devices", "576", "--isl", "1024", "--osl", "256", "--batch", "1,8",
-                    "--weights", "int8", "--kv-cache", "fp16"],
+                    "groq-lpu", "--devices", "576", "--isl", "1024", "--osl", "256", "--weights", "int8",
+                    "--kv-cache", "fp16", "--batch", "1,8"],
     "sram-public": [sys.executable, "benchmarks/sram_public.py", "public"],
     "sram-implied": [sys.executable, "benchmarks/sram_public.py", "implied"],
     "sram-speculative": [sys.executable, "benchmarks/sram_public.py", "speculative"],
@@ -54,6 +58,15 @@ COMMANDS = {
     "plan-engines": [*PLAN, "--model", "llama-3.1-70b", "--rate", "20", "--isl", "2048", "--osl", "256", "--slo-ttft",
                      "2s", "--slo-tpot", "50ms", "--target", "0.95", "--hardware", "b200", "--tp", "2",
                      "--engine", "vllm,sglang,trtllm", "--no-prune", "--launch"],
+    "plan-pp": [*PLAN, "--model", "llama-3.1-405b", "--rate", "1", "--isl", "1024", "--osl", "128", "--slo-ttft", "3s",
+                "--slo-tpot", "100ms", "--hardware", "h100-sxm", "--tp", "8", "--pp", "1,2"],
+    "plan-decode-weights": [*PLAN, "--model", "deepseek-v3", "--rate", "8", "--isl", "8192", "--osl", "1024",
+                            "--slo-ttft", "3s", "--slo-tpot", "40ms", "--hardware", "gb200-nvl72", "--weights", "fp8",
+                            "--decode-weights", "fp8,nvfp4", "--tp", "1", "--dp-attention", "8", "--disaggregated",
+                            "--no-prune"],
+    "plan-launch": [*PLAN, "--model", "llama-3.1-70b", "--rate", "4", "--isl", "1024", "--osl", "256", "--slo-ttft",
+                    "2s", "--slo-tpot", "50ms", "--hardware", "h200-sxm", "--weights", "fp8", "--tp", "4,8",
+                    "--requests", "100", "--launch", "vllm"],
     "list-price-table": [sys.executable, "-m", "scripts.list_price_table"],
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
@@ -63,6 +76,33 @@ COMMANDS = {
 BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(?P<close>```\n<!-- end generated -->)"
                    r"|(?P<mdopen><!-- generated-md: (?P<md>[\w-]+) -->\n)(?P<mdbody>.*?)(?P<mdclose><!-- end generated -->)",
                    re.S)
+
+
+#: An unlabelled fence holding a command, then prose without headings, up to the end of the text.
+SHOWN = re.compile(r"^```\n(?P<body>(?:perfmodel|python3?) [^`]*?)^```\n(?:(?!#|```|<!--)[^\n]*\n)*\s*\Z", re.M)
+
+
+def shown(name: str) -> list[str]:
+    """COMMANDS[name] as a reader types it: ``perfmodel ...`` / ``python ...``."""
+    argv = list(COMMANDS[name])
+    if argv[:3] == [sys.executable, "-m", "perfmodel"]:
+        return ["perfmodel", *argv[3:]]
+    return ["python", *argv[1:]] if argv[0] == sys.executable else argv
+
+
+def shown_mismatches(text: str) -> list[str]:
+    """Blocks whose page shows the command just above them (a fence right before the marker) with other
+    arguments than COMMANDS runs: the output would not be that command's."""
+    out = []
+    for m in BLOCK.finditer(text):
+        name = m.group("name") or m.group("md")
+        before = SHOWN.search(text[:m.start()])
+        if before and name in COMMANDS:
+            body = re.sub(r"\s*\[[^\]]*\]", "", before.group("body").replace("\\\n", " "))  # [--optional] parts
+            typed = shlex.split(body)
+            if typed != shown(name):
+                out.append(f"{name}: the page shows {' '.join(typed)!r}, the block runs {' '.join(shown(name))!r}")
+    return out
 
 
 def run(name: str) -> str:
@@ -103,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(names) - set(COMMANDS))
         if unknown:
             raise SystemExit(f"{page.relative_to(ROOT)}: unknown generated blocks {unknown}; known: {sorted(COMMANDS)}")
+        wrong = shown_mismatches(text)
+        if wrong:
+            raise SystemExit(f"{page.relative_to(ROOT)}: " + "; ".join(wrong))
         new = render(text)
         if args.check:
             if new != text:

@@ -1,5 +1,15 @@
 """Every code example in README.md and docs/*.md runs: the ``python`` blocks of a page in order in one
-namespace, and every ``perfmodel ...`` line of the ``bash`` blocks through the CLI (exit status 0).
+namespace, and every ``perfmodel ...`` line of the ``bash`` blocks through the CLI (exit status 0); every
+``yaml`` block parses, and one that is a whole spec (``kind`` accelerator, link, system, deployment or
+workload) loads through perfmodel's loader (fast tier).
+
+Commands shown in unlabelled fences right above a generated output block are run by
+``scripts/gen_doc_blocks.py`` (slow tier, tests/test_split_microbatch.py); here (fast tier) their text is
+checked to be the command that generates the block. Not run: installation and other tools' lines of the
+bash blocks (OTHER_TOOLS: pip, pytest, jupyter, mkdocs, echo), the README's ``perfmodel plan ... --flag``
+fragments (variations of the full command above them), and unlabelled fences that show a command's
+syntax (``perfmodel models list [--format json]``, ``perfmodel claim ... [--format json]``) or regenerate
+shipped data (``python -m perfmodel.calibration.fit_ops --out perfmodel/data/calibration``).
 
 They run in a scratch folder that holds links to the repository's ``deployments/``, ``workloads/`` and
 ``perfmodel/`` (the paths the examples name) and a user spec file ``my-gpu.yaml`` (a copy of the H100
@@ -127,6 +137,53 @@ def test_cli_example_exits_0(where, command, scratch, monkeypatch, capsys):
 
 def _takes_quiet(command: str) -> bool:
     return shlex.split(command)[1] in ("simulate", "max-load", "plan", "sweep", "validate")
+
+
+YAML_KINDS = ("accelerator", "link", "system", "deployment", "workload")
+
+
+@pytest.mark.parametrize("page, text", [pytest.param(p, t, id=f"{p.name}#{i}")
+                                        for i, (p, t) in enumerate(_blocks(("yaml",)))])
+def test_yaml_example_loads(page, text, tmp_path):
+    """A yaml block parses (duplicate keys are errors); a whole spec loads as a user file would
+    (a hardware spec is checked as ``load_hardware`` checks a file, without remembering its id)."""
+    from perfmodel.deployment.load import load_deployment
+    from perfmodel.fileio import read_yaml
+    from perfmodel.hardware.schema import parse_spec
+    from perfmodel.serving.workload import load_workload
+
+    def load_hardware(path: Path):  # load_hardware's checks, without registering the example's id
+        return parse_spec(read_yaml(path), str(path), from_file=True)
+
+    doc = read_yaml(f"{page.name} example", text=text)
+    assert isinstance(doc, dict) and doc, f"{page.name}: a yaml example that is not a mapping"
+    kind = doc.get("kind")
+    if kind not in YAML_KINDS:  # a fragment (a figure, a workload's prefix keys) or an engine preset file
+        return
+    path = tmp_path / f"{doc.get('id', 'example')}.yaml"
+    path.write_text(text, encoding="utf-8")
+    loader = {"deployment": load_deployment, "workload": load_workload}.get(kind, load_hardware)
+    assert loader(path) is not None
+
+
+def test_shown_commands_are_the_generating_ones():
+    """A command shown right above generated output (``perfmodel plan ...`` then its table) is the one
+    scripts/gen_doc_blocks.py runs for that block; a changed argument on either side fails."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_doc_blocks", ROOT / "scripts" / "gen_doc_blocks.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    checked = 0
+    for page in gen.PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert gen.shown_mismatches(text) == [], page.name
+        checked += sum(bool(gen.SHOWN.search(text[:m.start()])) for m in gen.BLOCK.finditer(text))
+    assert checked >= 10
+    page = "```\nperfmodel plan --model llama-3.1-405b --rate 2 \\\n    --isl 1024\n```\n\nprints\n\n" \
+           "<!-- generated: plan-pp -->\n```\nx\n```\n<!-- end generated -->\n"
+    (wrong,) = gen.shown_mismatches(page)
+    assert wrong.startswith("plan-pp: the page shows 'perfmodel plan --model llama-3.1-405b --rate 2 --isl 1024'")
 
 
 def test_the_examples_are_found():
