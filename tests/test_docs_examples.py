@@ -54,15 +54,22 @@ def _blocks(lang: tuple[str, ...]) -> list[tuple[Path, str]]:
 
 def _commands() -> list[tuple[str, str]]:
     """``(page#n, command line)`` for every perfmodel call of the bash blocks (continuations joined,
-    comments dropped; ``perfmodel plan ...`` elisions left out)."""
+    comments dropped). ``perfmodel plan ... --flags`` stands for the block's last full ``perfmodel plan``
+    command with those flags added (a later flag overrides an earlier one, as argparse reads them)."""
     out = []
     for page, text in _blocks(("bash", "sh", "console")):
+        full: dict[str, str] = {}
         for n, line in enumerate(text.replace("\\\n", " ").splitlines()):
             line = line.split(" #")[0].strip()
             for part in (p.strip() for p in line.split("&&")):
                 if part.startswith("perfmodel "):
-                    if " ... " not in part:  # 'perfmodel plan ... --launch vllm': a fragment of the line above
-                        out.append((f"{page.name}:{n}", part))
+                    command, _, rest = part[len("perfmodel "):].partition(" ")
+                    if rest.startswith("... "):
+                        assert command in full, f"{page.name}: {part!r} elides a command the block has not shown"
+                        part = f"{full[command]} {rest[4:]}"
+                    else:
+                        full[command] = part
+                    out.append((f"{page.name}:{n}", part))
                 else:
                     assert not part or part.startswith(OTHER_TOOLS), f"{page.name}: unexpected command {part!r}"
     return out
