@@ -17,20 +17,29 @@ PEERS = {
 }
 
 
-def main() -> None:
-    ours = {name: pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=2048, osl=256, batch=list(BATCHES),
+def ours() -> dict:
+    """perfmodel's predictions at BATCHES, datasheet and calibrated efficiencies."""
+    return {name: pm.predict("llama-3.1-70b", "h100-sxm", tp=8, isl=2048, osl=256, batch=list(BATCHES),
                              efficiency=eff)
             for name, eff in (("perfmodel datasheet", "datasheet"), ("perfmodel calibrated", "calibrated"))}
+
+
+def aic_ratios(cal) -> list[tuple[float, float]]:
+    """(TTFT, TPOT) of the calibrated prediction over AIConfigurator's, per batch of BATCHES."""
+    aic = PEERS["AIConfigurator"]
+    return [(cal.ttft_s[k] * 1e3 / aic[k][0], cal.tpot_s[k] * 1e3 / aic[k][1]) for k in range(len(BATCHES))]
+
+
+def main() -> None:
+    ours_ = ours()
     print("TTFT [ms] / TPOT [ms]; perfmodel's TTFT is an idle replica's prefill (no queueing)")
     print(f"{'tool':22s}" + "".join(f"{'batch ' + str(b):>18s}" for b in BATCHES))
-    for name, p in ours.items():
+    for name, p in ours_.items():
         cells = [f"{p.ttft_s[k] * 1e3:.1f} / {p.tpot_s[k] * 1e3:.2f}" for k in range(len(BATCHES))]
         print(f"{name:22s}" + "".join(f"{c:>18s}" for c in cells))
     for name, rows in PEERS.items():
         print(f"{name:22s}" + "".join(f"{f'{t} / {d}':>18s}" for t, d in rows))
-    cal = ours["perfmodel calibrated"]
-    aic = PEERS["AIConfigurator"]
-    ratios = [(cal.ttft_s[k] * 1e3 / aic[k][0], cal.tpot_s[k] * 1e3 / aic[k][1]) for k in range(len(BATCHES))]
+    ratios = aic_ratios(ours_["perfmodel calibrated"])
     print("calibrated / AIConfigurator: " + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in ratios))
 
 

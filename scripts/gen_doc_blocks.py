@@ -71,7 +71,7 @@ COMMANDS = {
     **{f"calibration-{t}": [sys.executable, "scripts/calibration_tables.py", t]
        for t in ("scalars", "op-params", "errors-calibrated", "errors-plain", "errors-datasheet")},
     **{f"readme-{b}": [sys.executable, "scripts/readme_figures.py", b]
-       for b in ("error-table", "by-engine", "open-loop", "limits", "plan-vs-measured")},
+       for b in ("error-table", "by-engine", "open-loop", "limits", "plan-vs-measured", "peer")},
 }
 BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(?P<close>```\n<!-- end generated -->)"
                    r"|(?P<mdopen><!-- generated-md: (?P<md>[\w-]+) -->\n)(?P<mdbody>.*?)(?P<mdclose><!-- end generated -->)",

@@ -8,9 +8,10 @@ The README quotes these between ``<!-- generated-md: readme-NAME -->`` markers, 
 - ``perfmodel/data/calibration/*.yaml`` (``python -m perfmodel.calibration.fit_ops``: held-out per-op errors,
   the tables of ``docs/calibration.md``);
 - the own H200 rows ``perfmodel/data/validation/own_h200/`` scored here as ``docs/own-measurements.md``
-  scores them (a few seconds).
+  scores them (a few seconds);
+- ``benchmarks/peer_table.py`` (perfmodel against the peer tools' quoted figures).
 
-    python scripts/readme_figures.py {error-table,by-engine,open-loop,limits,plan-vs-measured}
+    python scripts/readme_figures.py {error-table,by-engine,open-loop,limits,plan-vs-measured,peer}
 """
 
 from __future__ import annotations
@@ -250,8 +251,22 @@ def plan_vs_measured() -> str:
             f"{pre['median regret %']:.1f} % and {pre[within]} % with the uncalibrated presets.")
 
 
+def peer() -> str:
+    """perfmodel (calibrated) against AIConfigurator's quoted figures (``benchmarks/peer_table.py``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("peer_table", ROOT / "benchmarks" / "peer_table.py")
+    peer_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peer_table)
+    ratios = peer_table.aic_ratios(peer_table.ours()["perfmodel calibrated"])
+    return ("Llama-3.1-70B BF16 on 8×H100 (TP8, 2048/256, batch "
+            + ", ".join(map(str, peer_table.BATCHES)) + ") against NVIDIA's database-driven AIConfigurator: "
+            f"TTFT {span([r[0] for r in ratios], 2)}×, TPOT {span([r[1] for r in ratios], 2)}× of its figures "
+            "(`python benchmarks/peer_table.py`).")
+
+
 BLOCKS = {"error-table": error_table, "by-engine": by_engine, "open-loop": open_loop, "limits": limits,
-          "plan-vs-measured": plan_vs_measured}
+          "plan-vs-measured": plan_vs_measured, "peer": peer}
 #: Width of the README's prose lines.
 WIDTH = 110
 
