@@ -84,6 +84,11 @@ def _page(tables: dict) -> str:
         "## Method", "", "| not | a table we read |", "|---|---|", "| 1 | 2 |", ""])
 
 
+def test_a_table_without_rows_reads_back_empty():
+    text = "## A\n\n" + rep.markdown_table([]) + "\n\n" + rep.markdown_table([{"x": 1.25}]) + "\n\n## B\n\n| y |\n|---|\n| 2 |\n"
+    assert rs.parse_tables(text, "## A") == [[], [{"x": 1.2}]] and rs.records([]) == []
+
+
 def _tables() -> dict:
     df = _tiny().assign(system="h100_sxm", model="m")
     return {"headline": [rep.headline_row("cross-validated: grouped 5-fold", summarize(df))],

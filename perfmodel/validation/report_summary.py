@@ -21,7 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import fmt
+from .report import fmt, markdown_table
+
+#: What :func:`~perfmodel.validation.report.markdown_table` prints for a table without rows.
+EMPTY_TABLE = markdown_table([])
 
 #: Keys of the validation summary's tables -> (page heading, index of the table under it).
 VALIDATION_TABLES = {
@@ -80,7 +83,8 @@ def parse_table(lines: Sequence[str]) -> list[dict[str, Any]]:
 
 def parse_tables(text: str, heading: str) -> list[list[dict[str, Any]]]:
     """Every table of the section whose heading line begins with ``heading`` as whole words (``### By
-    mode`` is not ``### By model``), up to the next heading of the same or a higher level, in page order."""
+    mode`` is not ``### By model``), up to the next heading of the same or a higher level, in page order
+    (a table without rows, printed as :data:`EMPTY_TABLE`, is ``[]``)."""
     lines = text.splitlines()
     level = len(heading) - len(heading.lstrip("#"))
     start = next((i for i, line in enumerate(lines) if re.match(re.escape(heading) + r"(?!\w)", line)), None)
@@ -95,6 +99,8 @@ def parse_tables(text: str, heading: str) -> list[list[dict[str, Any]]]:
         elif block:
             tables.append(parse_table(block))
             block = []
+        elif line.strip() == EMPTY_TABLE:
+            tables.append([])
     return tables
 
 
