@@ -276,7 +276,9 @@ def block(name: str) -> str:
     text = BLOCKS[name]()
     if text.startswith("|"):
         return text
-    glued = text.replace(" %", "\0%").replace(" s,", "\0s,").replace(" s)", "\0s)")  # no line break before a unit
+    glued = text  # no line break inside "a / b" or before a unit
+    for plain in (" / ", " %", " s,", " s)"):
+        glued = glued.replace(plain, plain.replace(" ", "\0"))
     return textwrap.fill(glued, WIDTH, break_long_words=False, break_on_hyphens=False).replace("\0", " ")
 
 
