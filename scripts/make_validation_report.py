@@ -167,10 +167,11 @@ def _published_section(o: dict, tables: dict) -> str:
     return "\n\n".join([rep.markdown_table(rows), rep.markdown_table(by), rep.markdown_table(skipped)])
 
 
-def _skipped_section(o: dict) -> str:
+def _skipped_section(o: dict, tables: dict) -> str:
     reasons = o["skipped"]["reason"].where(~o["skipped"]["reason"].str.startswith("duplicate:"),
                                            "duplicate: same measurement under another id (one copy kept)")
-    return rep.markdown_table([{"reason": k, "rows": int(v)} for k, v in reasons.value_counts().items()])
+    tables["skipped"] = [{"reason": k, "rows": int(v)} for k, v in reasons.value_counts().items()]
+    return rep.markdown_table(tables["skipped"])
 
 
 def _anomaly_section(train: pd.DataFrame) -> str:
@@ -311,7 +312,7 @@ def write_report(o: dict, findings: str) -> None:
         "## Findings and hypotheses\n", findings, "",
         "## Published static-batch figures (TensorRT-LLM performance docs, clean rows)\n",
         _published_section(o, tables), "",
-        "## Skipped rows\n", _skipped_section(o), "",
+        "## Skipped rows\n", _skipped_section(o, tables), "",
         "## Rows flagged anomalous (physics checks, not fitted)\n", _anomaly_section(r.train), "",
         "## Open-loop runs (request rate)\n", _open_loop_section(tables), OPEN_LOOP,
         "## Method\n", METHOD,

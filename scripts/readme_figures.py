@@ -173,7 +173,17 @@ def by_engine() -> str:
         parts.append(f"{ENGINES.get(e, e)} TPOT {pair(r, 'TPOT')} %, TTFT {pair(r, 'TTFT')} % ({r['rows']:,} rows{note})")
     d = row(t["by_mode"], "group", "disagg", "docs/validation.md by mode")
     parts.append(f"P/D-disaggregated rows TPOT {pair(d, 'TPOT')} %, TTFT {pair(d, 'TTFT')} % ({d['rows']:,} rows)")
-    return f"{lead} By engine (same 5-fold CV, median / p90): " + "; ".join(parts) + "."
+    return f"{lead} By engine (same 5-fold CV, median / p90): " + "; ".join(parts) + ". " + coverage(v)
+
+
+def coverage(v: dict) -> str:
+    """Rows predicted, of all rows and of the distinct measurements (a duplicate row repeats one)."""
+    n = v["rows"]
+    dup = sum(r["rows"] for r in v["tables"]["skipped"] if str(r["reason"]).startswith("duplicate"))
+    distinct = n["read"] - dup
+    return (f"Predicted: {n['predicted']:,} of {n['read']:,} measured rows ({100 * n['predicted'] / n['read']:.1f} %), "
+            f"{n['predicted']:,} of {distinct:,} distinct measurements ({100 * n['predicted'] / distinct:.1f} %; "
+            f"{dup:,} rows repeat a measurement under another id); each skip has its reason in docs/validation.md.")
 
 
 def open_loop() -> str:

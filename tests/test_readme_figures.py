@@ -78,7 +78,8 @@ def _page(tables: dict) -> str:
         t["headline"], "", "## Errors by group", "", "### By system", "", t["by_system"], "",
         "### By engine", "", t["by_engine"], "", "### By model", "", t["by_model"], "", "### By mode", "",
         t["by_mode"], "", "## How low the error can go on this data", "", t["repeats"], "", "text", "",
-        t["rescaling"], "", "## Published static-batch figures", "", t["published"], "", "## Open-loop runs", "",
+        t["rescaling"], "", "## Published static-batch figures", "", t["published"], "", "## Skipped rows", "",
+        t["skipped"], "", "## Open-loop runs", "",
         "Scored with `perfmodel validate --data x/open.csv` (1 simulated):", "", t["open_loop_headline"], "",
         t["open_loop_groups"], "", t["open_loop_runs"], "", "(doubled, at most 64000", "requests) ...", "",
         "## Method", "", "| not | a table we read |", "|---|---|", "| 1 | 2 |", ""])
@@ -100,7 +101,8 @@ def _tables() -> dict:
             "published": [{"efficiency": "datasheet", "metric": "batch_latency", "rows": 3, "median abs %": 37.26}],
             "open_loop_headline": [rep.headline_row("MLPerf, simulated", summarize(df))],
             "open_loop_groups": rep.group_rows(df, "backend"),
-            "open_loop_runs": [{"run": "r1", "engine": "vllm", "requests simulated": 64000.0}]}
+            "open_loop_runs": [{"run": "r1", "engine": "vllm", "requests simulated": 64000.0}],
+            "skipped": [{"reason": "duplicate: same measurement under another id (one copy kept)", "rows": 2}]}
 
 
 def test_validation_summary_written_equals_read_back_from_the_page():
@@ -222,3 +224,12 @@ def test_readme_blocks_are_current(figures, monkeypatch):
     names = [m.group("md") or m.group("name") for m in gen.BLOCK.finditer(text)]
     assert sorted(names) == sorted(f"readme-{b}" for b in figures.BLOCKS)
     assert gen.render(text) == text, "README.md is stale: run python scripts/gen_doc_blocks.py --page README.md"
+
+
+def test_coverage_counts_duplicated_measurements_once():
+    rf = _script("readme_figures")
+    v = {"rows": {"read": 7, "predicted": 4, "skipped": 3, "flagged": 0},
+         "tables": {"skipped": [{"reason": "duplicate: same measurement under another id (one copy kept)", "rows": 2},
+                                {"reason": "disagg: pool worker counts not recorded", "rows": 1}]}}
+    # 7 rows, 2 repeats -> 5 distinct measurements; 4 predicted: 57.1 % of rows, 80.0 % of measurements
+    assert "4 of 7 measured rows (57.1 %), 4 of 5 distinct measurements (80.0 %;" in rf.coverage(v)

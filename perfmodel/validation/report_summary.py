@@ -33,7 +33,7 @@ VALIDATION_TABLES = {
     "rescaling": ("## How low the error can go", 1),
     "published": ("## Published static-batch figures", 0),
     "open_loop_headline": ("## Open-loop runs", 0), "open_loop_groups": ("## Open-loop runs", 1),
-    "open_loop_runs": ("## Open-loop runs", 2),
+    "open_loop_runs": ("## Open-loop runs", 2), "skipped": ("## Skipped rows", 0),
 }
 #: Keys of the plan-vs-measured summary's tables -> (page heading, index of the table under it).
 PLAN_TABLES = {"summary": ("## Summary", 0), "breakdown": ("## Summary", 1)}
