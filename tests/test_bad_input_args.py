@@ -97,6 +97,13 @@ CLI_CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
      ("--hardware b200",)),
     ("predict-deployment-and-weights", ["predict", "--deployment", DEPLOYMENT, "--weights", "fp8"], 2,
      ("--weights fp8",)),
+    # a deployment's prediction takes no serving flags: refused, not silently ignored
+    ("predict-deployment-and-spec-decode", ["predict", "--deployment", DEPLOYMENT, "--spec-decode", "off"], 2,
+     ("--spec-decode off", "would be ignored", "in the file")),
+    ("predict-deployment-and-engine", ["predict", "--deployment", DEPLOYMENT, "--engine", "vllm"], 2,
+     ("--engine vllm", "perfmodel simulate")),
+    ("predict-deployment-and-prefix-hit", ["predict", "--deployment", DEPLOYMENT, "--prefix-hit-rate", "0.5"], 2,
+     ("--prefix-hit-rate 0.5",)),
     ("predict-weights-do-not-fit", ["predict", "--model", "llama-3.1-405b", "--hardware", "a100-sxm"], 1,
      ("no operating point", "weights alone exceed")),
     # simulate and max-load

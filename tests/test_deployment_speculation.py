@@ -126,3 +126,12 @@ def test_bare_predict_full_acceptance_is_verify_over_k_plus_one():
     t = verify_time(sm, 3, np.array([1.0, 32.0]), nodes)          # no draft forward for ngram
     np.testing.assert_allclose(p.tpot_s, (t[0] + 4 * t[1] + t[2]) / 6 / 4, rtol=1e-12)
     assert p.config["spec_decode"].startswith("ngram:k=3,accept=1/1/1 (user)")
+
+
+def test_bare_yaml_off_in_a_deployment_file_is_no_speculation(tmp_path):
+    text = open("deployments/deepseek-r1-dgx-b200-mtp.yaml", encoding="utf-8").read()
+    assert "spec_decode: {method: mtp, k: 3}" in text
+    path = tmp_path / "off.yaml"
+    path.write_text(text.replace("spec_decode: {method: mtp, k: 3}", "spec_decode: off"), encoding="utf-8")
+    dep = load_deployment(str(path))
+    assert dep.spec_decode == "off" and dep.spec is None

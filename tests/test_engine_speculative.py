@@ -301,3 +301,14 @@ def test_llama_eagle3_h100_speedup():
     draft = draft_step_model(target, spec, draft_vocab=32000)
     predicted = float(speculative_speedup(target, spec, 1, 512, draft))
     assert predicted == pytest.approx(373.25 / 158.34, rel=0.20)
+
+
+def test_yaml_false_reads_as_off_and_true_names_no_method():
+    import yaml
+
+    from perfmodel.engine.speculative import as_spec_decode
+
+    assert yaml.safe_load("spec_decode: off")["spec_decode"] is False  # why the bool is accepted
+    assert as_spec_decode(False) is None
+    with pytest.raises(ConfigError, match="true names no method"):
+        as_spec_decode(True)

@@ -123,8 +123,17 @@ _LAYOUT_FLAGS = {"model": None, "hardware": None, "tp": 1, "pp": 1, "ep": 1, "dp
                  "weights": None, "activations": None, "kv_cache": None}
 
 
-def refuse_with_deployment(args: argparse.Namespace) -> None:
+def refuse_with_deployment(args: argparse.Namespace, ignored: dict | None = None, why: str = "") -> None:
     """``--deployment FILE`` fixes model, hardware, layout and formats: refuse flags that would be ignored.
+
+    Parameters
+    ----------
+    args
+        The parsed command line.
+    ignored
+        Further flags (dest -> default) that this command does not apply to a deployment file.
+    why
+        What the message adds about those flags (where their setting goes instead).
 
     Raises
     ------
@@ -136,6 +145,11 @@ def refuse_with_deployment(args: argparse.Namespace) -> None:
     if given:
         raise ConfigError(f"--deployment {args.deployment}: the file sets model, hardware, layout and formats; "
                           f"drop {', '.join(given)} (or drop --deployment)")
+    extra = [f"--{k.replace('_', '-')} {getattr(args, k)}" for k, default in (ignored or {}).items()
+             if hasattr(args, k) and getattr(args, k) != default]
+    if extra:
+        raise ConfigError(f"--deployment {args.deployment}: {', '.join(extra)} would be ignored with a deployment "
+                          f"file{why}; drop {'it' if len(extra) == 1 else 'them'} (or drop --deployment)")
 
 
 def no_feasible_point(command: str, unfit: Sequence[dict], total: int, why: str = "fit_reason") -> int:

@@ -113,10 +113,18 @@ def _grid(args):
     return b.ravel(), i.ravel(), o.ravel()
 
 
+#: predict's flags that a deployment file's prediction does not take (dest -> parser default)
+_IGNORED_WITH_DEPLOYMENT = {"engine": None, "spec_decode": None, "prefix_hit_rate": None, "devices": None,
+                            "execution": "auto", "efficiency": "calibrated", "gpu_memory_utilization": None,
+                            "mem_fraction_static": None, "free_gpu_memory_fraction": None}
+
+
 def run(args) -> int:
     batch, isl, osl = _grid(args)
     if args.deployment:
-        refuse_with_deployment(args)
+        refuse_with_deployment(args, _IGNORED_WITH_DEPLOYMENT,
+                               ": set spec_decode / prefix_hit_rate in the file, or run `perfmodel simulate "
+                               "--deployment FILE --engine ...` for a served deployment")
         from ..deployment import predict_deployment
 
         records = predict_deployment(args.deployment, isl=isl, osl=osl, batch=batch).records()

@@ -260,7 +260,7 @@ class Deployment(_Strict):
         from ..engine.speculative import as_spec_decode
 
         as_spec_decode(v)  # raises naming the bad part; the spelling or mapping is kept as written
-        return v
+        return "off" if v is False else v  # YAML reads a bare `off` as false
 
     @field_validator("draft_weights")
     @classmethod

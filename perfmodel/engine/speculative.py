@@ -189,7 +189,8 @@ _FIELDS = {"method": "method", "k": "k", "accept": "acceptance", "acceptance": "
 
 
 def as_spec_decode(value) -> SpecDecode | None:
-    """Speculative decoding from a YAML / API value: None, ``"off"``, the CLI spelling, a mapping
+    """Speculative decoding from a YAML / API value: None, ``"off"`` (or false: YAML reads a bare ``off``
+    as false), the CLI spelling, a mapping
     (``{method: eagle, k: 4, accept: 0.7}``; ``draft_model`` or ``model`` for the draft id) or a
     :class:`SpecDecode` (returned as is).
 
@@ -200,6 +201,11 @@ def as_spec_decode(value) -> SpecDecode | None:
     """
     if value is None or isinstance(value, SpecDecode):
         return value
+    if value is False:  # YAML 1.1 reads a bare `off` (or `no`, `false`) as false
+        return None
+    if value is True:
+        raise ConfigError("spec_decode: true names no method; give one, e.g. 'mtp:k=3' or {method: eagle, k: 4}, "
+                          "or 'off'")
     if isinstance(value, str):
         return parse_spec_decode(value)
     if isinstance(value, dict):
