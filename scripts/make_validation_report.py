@@ -620,7 +620,8 @@ def findings_text(d: dict) -> str:
    cannot express (its fitted prefill kernel factor fell below 1).
 13. **First token a few steps late.** The sixth engine parameter, `first_token_steps`, adds that many
    mean decode steps to the TTFT: overlap schedulers (TensorRT-LLM's, vLLM's async scheduling) hand
-   a step's tokens back one step late, and streaming or detokenisation may batch a few more. It fits
+   a step's tokens back one step late, and streaming or detokenisation may batch a few more. A step
+   with speculative decoding emits E tokens and lasts E TPOTs, so the term adds k·E·TPOT there. It fits
    at {cal['trtllm']['first_token_steps']:.1f} (TensorRT-LLM), {cal['vllm']['first_token_steps']:.1f} (vLLM)
    and {cal['sglang']['first_token_steps']:.1f} (SGLang) within its bounds [0, 3]; values at the bound
    mean the TTFT grows with the decode step, i.e. with load, faster than the closed form's queueing

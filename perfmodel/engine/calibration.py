@@ -27,7 +27,8 @@ the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`
     :mod:`perfmodel.serving.waves` added to the TTFT;
 ``first_token_steps`` [-]
     decode steps, 0 to 3, between a prompt's last prefill step and its first token reaching the
-    client, added to the TTFT as that many mean decode steps (TPOT): engines that overlap scheduling
+    client, added to the TTFT as that many mean decode steps, k · E · TPOT (E the tokens a step emits
+    per sequence: speculative decoding's expected tokens, 1 without): engines that overlap scheduling
     with the GPU (TensorRT-LLM's overlap scheduler, vLLM's async scheduling) return each step's
     tokens one step late, and streaming or detokenisation may batch a few more. Fitted values at the
     bound also stand for TTFT that grows with load faster than the closed form's queueing;
@@ -123,9 +124,14 @@ class EngineCalibration:
         return load_engine(ENGINE_OF_BACKEND[self.backend], step_overhead=self.step_overhead,
                            seq_overhead=self.seq_overhead)
 
-    def ttft_added(self, tpot):
-        """Time the steady state's TTFT leaves out [s]: request overhead + first_token_steps · TPOT."""
-        return self.request_overhead + self.first_token_steps * tpot
+    def ttft_added(self, tpot, tokens_per_step=1.0):
+        """Time the steady state's TTFT leaves out [s]: R + k · E · TPOT.
+
+        R the request overhead, k ``first_token_steps`` and E the tokens one decode step emits per
+        sequence (``tokens_per_step``; speculative decoding's expected tokens, 1 without): the first
+        token comes k engine steps late, and a step lasts E TPOTs.
+        """
+        return self.request_overhead + self.first_token_steps * tokens_per_step * tpot
 
     def values(self) -> dict[str, float]:
         """Parameter name -> value."""

@@ -160,9 +160,13 @@ class Engine:
         return engine_memory(getattr(step_model, "device_model", step_model), self.profile,
                              self.spec is not None and self.spec.method != "ngram")
 
-    def ttft_added(self, tpot):
-        """Time a client's TTFT adds to the engine's [s]: ``request_overhead + first_token_steps · TPOT``."""
-        return self.terms.ttft_added(tpot)
+    def ttft_added(self, tpot, tokens_per_step=None):
+        """Time a client's TTFT adds to the engine's [s]: ``request_overhead + first_token_steps · E · TPOT``,
+        E the tokens a decode step emits per sequence (default: this engine's speculative decoding's
+        expected tokens, 1 without)."""
+        if tokens_per_step is None:
+            tokens_per_step = 1.0 if self.spec is None else float(self.spec.expected_tokens)
+        return self.terms.ttft_added(tpot, tokens_per_step)
 
     @property
     def request_overhead(self) -> float:

@@ -61,6 +61,13 @@ def engine_step_time(device, kernels, small_m_delta, decode_only, terms: EngineC
     return t
 
 
+def tokens_per_step(step_model) -> Any:
+    """Mean tokens a decode step of ``step_model`` emits per sequence, E [token/step] (float or per-row
+    array): the model's ``tokens_per_step`` (an :class:`EngineStep` with speculative decoding, tabulated
+    rows), else 1. A decode step lasts E · TPOT, so delays counted in steps are E TPOTs long."""
+    return getattr(step_model, "tokens_per_step", 1.0)
+
+
 def device_parts(step_model, n, c, p, q) -> tuple[np.ndarray, np.ndarray]:
     """Device time of a step and its per-kernel fixed part [s], arrays shaped like the inputs.
 
@@ -137,6 +144,12 @@ class EngineStep:
             delta = np.asarray(self.small_m_model.step_time(n, c, p, q), dtype=float) - device
         return engine_step_time(device, kernels, delta, p <= 0, self.engine_terms, self.layers,
                                 (n > 0) | (p > 0))
+
+    @property
+    def tokens_per_step(self) -> float:
+        """E, the mean tokens one decode step emits per sequence [token/step]: the speculative
+        configuration's expected tokens, 1 without speculation."""
+        return 1.0 if self.spec is None else float(self.spec.expected_tokens)
 
     def step_time(self, n_decode=0.0, mean_context=0.0, prefill_tokens=0.0, prefill_past=0.0) -> np.ndarray:
         r"""Engine-aware time of one forward step [s] (arguments as ``StepModel.step_time``).

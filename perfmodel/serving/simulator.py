@@ -31,6 +31,7 @@ from .. import checks
 from ..engine.engine import Engine
 from ..engine.profile import EngineProfile
 from ..engine.speculative import with_workload_acceptance
+from ..engine.step import tokens_per_step
 from ..errors import ConfigError
 from ..progress import Bar
 from ..units import to_si
@@ -150,7 +151,7 @@ class _Sim:
         self.link_bw = math.inf
         self.link_alpha = 0.0
         self.front_delay = 0.0       # engine request overhead: client send -> engine queue [s]
-        self.first_token_steps = 0.0  # engine's late tokens: the client sees each k of its TPOTs late
+        self.first_token_steps = 0.0  # engine's late tokens: the client sees each k·E of its TPOTs late
         self.prefix = workload.prefix
         self.sessions = workload.sessions
         self.n_sessions = 0
@@ -243,7 +244,7 @@ class _Sim:
         R = self.req
         R.status[rid] = status
         if status == COMPLETED and self.first_token_steps:
-            # the client sees every token first_token_steps of the request's TPOTs late
+            # the client sees every token first_token_steps (k · E) of the request's TPOTs late
             n1 = R.gen[rid] - 1
             late = self.first_token_steps * ((t - R.first[rid]) / n1 if n1 > 0 else 0.0)
             R.first[rid] += late
@@ -446,7 +447,8 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
         ``"trtllm"`` carry the terms fitted on measured runs; ``"vllm-preset"``... do not; a YAML
         path, a profile). Its step terms enter every step time (:class:`perfmodel.engine.EngineStep`);
         its request overhead delays each request between the client and the engine, and the client
-        sees every token ``first_token_steps`` of the request's TPOTs late (both in the TTFT and E2E).
+        sees every token ``first_token_steps`` engine steps late (k · E of the request's TPOTs, E the tokens
+        a speculative step emits; both in the TTFT and E2E).
     replicas : int
         Identical replicas behind the router (aggregated serving; a :class:`Disaggregated` pair
         sets its own pool sizes).
@@ -529,7 +531,8 @@ def simulate(step_model: StepModelLike | Mapping | Disaggregated, workload: Work
     max_ctx = max(max_ctx, int(_dist_max(w)), _session_max(w, R))
     front = pools[0][1]
     sim.front_delay = front.request_overhead
-    sim.first_token_steps = front.terms.first_token_steps
+    # k engine steps late; one simulated decode step stands for 1/E of a speculative step
+    sim.first_token_steps = front.terms.first_token_steps * float(tokens_per_step(models.get("decode", models.get("both"))))
     for model, served, count, role in pools:
         e = served.profile
         if count < 1:

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike
 
 from ..engine.engine import Engine
 from ..engine.prefill import prefill_batch_time
+from ..engine.step import tokens_per_step
 from ..errors import ConfigError
 from .protocol import resolve_step_model
 from .steady_state import SteadyState
@@ -160,7 +161,9 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     Osl = np.maximum(Osl, 2.0)
     phi = p_engine.terms.prefill_dp_lockstep
     Z = Z + p_engine.request_overhead   # the request's time outside the engines' steps
-    late = p_engine.terms.first_token_steps   # the client sees its tokens this many steps late
+    # the client sees its tokens k decode steps late; a step lasts E TPOTs (E tokens per step)
+    E = tokens_per_step(dm)
+    late = p_engine.terms.first_token_steps * E
     others = np.maximum(C / D - 1.0, 0.0) / np.maximum(C / D, 1.0)   # other clients of a decode replica
     cbar = Isl + Osl / 2.0
     bs = float(de.kv_block_size)   # whole blocks, as in steady_state
@@ -221,7 +224,7 @@ def steady_state_disagg(prefill_model: Any, decode_model: Any, concurrency: Arra
     n = np.maximum(0.5 * (lo + hi), 1e-6)
     tpot = tpot_of(n)
     X = D * n / ((Osl - 1) * tpot)
-    ttft = np.maximum(ttft_of(X, exact=True), C / X - (Osl - 1) * tpot - Z - late * tpot) + wave + p_engine.ttft_added(tpot)
+    ttft = np.maximum(ttft_of(X, exact=True), C / X - (Osl - 1) * tpot - Z - late * tpot) + wave + p_engine.ttft_added(tpot, E)
     names = np.array(["clients", "max_num_seqs", "kv_cache", "prefill_pool"])
     n_at_prefill_cap = x_prefill * (Osl - 1) * tpot / D
     limits = np.stack([caps["max_num_seqs"], np.broadcast_to(caps["kv_cache"], C.shape), n_at_prefill_cap])

@@ -62,6 +62,7 @@ from .. import checks
 from ..engine.engine import Engine
 from ..engine.prefill import prefill_batch_time, prefix_step_time
 from ..engine.speculative import with_workload_acceptance
+from ..engine.step import tokens_per_step
 from ..errors import ConfigError
 from ..metrics_vocabulary import deprecated_property
 from .protocol import resolve_step_model
@@ -281,7 +282,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         ttft = service + busy * np.where(Z == 0, t_wait, tpot / 2)
         return tpot, ttft
 
-    late = serving_engine.terms.first_token_steps   # the client sees its tokens this many steps late
+    # the client sees its tokens k steps late; a step lasts E TPOTs (E tokens per step, speculation)
+    E = tokens_per_step(model)
+    late = serving_engine.terms.first_token_steps * E
     n = np.minimum(C, n_cap)
     for _ in range(iterations):
         tpot, ttft = times(np.maximum(n, 1e-6))
@@ -300,6 +303,6 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     names = np.array(["clients", *caps])
     which = np.stack([np.full_like(C, np.inf)] + [np.broadcast_to(v, C.shape) for v in caps.values()])
     bound = np.where(n >= 0.999 * n_cap, np.argmin(which[1:], axis=0) + 1, 0)
-    ttft = ttft + wave + serving_engine.ttft_added(tpot)
+    ttft = ttft + wave + serving_engine.ttft_added(tpot, E)
     return SteadyState(ttft_mean_s=ttft, tpot_mean_s=tpot, e2e_mean_s=ttft + (Osl - 1) * tpot, requests_per_s=X,
                        output_tokens_per_s=X * Osl, decode_batch_mean=n, limited_by=names[bound])

@@ -95,6 +95,8 @@ class RowTables:
         self._extra = None
         self._np = tables["np"]
         self._spec = "spec" in tables and bool(np.any(tables["spec"] != 1.0))
+        #: E per row, the tokens one decode step emits per sequence [token/step] (1 without speculation)
+        self.tokens_per_step = np.asarray(tables.get("tps", np.ones(self.rows)), dtype=float)
         if terms is not None:
             # the one engine step equation (perfmodel.engine.step), applied to the tabulated parts;
             # the p = 0 column holds the decode-only steps
@@ -172,10 +174,10 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
     Returns
     -------
     dict
-        Arrays keyed ``cbar, hn, hp, hq, np, npo, nps, dq, layers, spec`` with the row as leading axis
+        Arrays keyed ``cbar, hn, hp, hq, np, npo, nps, dq, layers, spec, tps`` with the row as leading axis
         (``npo``: the per-kernel fixed part of ``np``; ``nps``: variant minus ``np``, zeros without one;
         ``spec``: the ratio r(n) of :meth:`perfmodel.engine.EngineStep.step_time` on the n grid, ones
-        without speculation).
+        without speculation; ``tps``: the expected tokens E of a speculative step, ones without).
     """
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     cbar = isl + np.maximum(osl, 2.0) / 2.0
@@ -204,7 +206,8 @@ def build_tables(step_model, isl: np.ndarray, osl: np.ndarray, n_max: np.ndarray
         ratio = speculative_step(step_model, spec, n1, c1, draft).tpot / step_model.step_time(n1, c1, z1, z1)
     return {"cbar": cbar, "spec": ratio, "hn": np.log1p(n_max) / (N_POINTS - 1), "hp": np.log1p(p_max) / (P_POINTS - 1),
             "hq": p_max / (Q_POINTS - 1), "np": table, "npo": kernels, "nps": variant, "dq": dq,
-            "layers": np.full(len(isl), float(layers))}
+            "layers": np.full(len(isl), float(layers)),
+            "tps": np.full(len(isl), 1.0 if spec is None else float(spec.expected_tokens))}
 
 
 def concat_tables(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
