@@ -76,7 +76,7 @@ def test_sliding_window_layers_cap_kv_and_attention():
 def test_invalid_layouts_raise_clear_errors():
     with pytest.raises(pm.ConfigError, match="tp=3 does not divide"):
         pm.predict("llama-3.1-8b", "h100-sxm", tp=3)
-    with pytest.raises(pm.ConfigError, match="ep=3 does not divide"):
+    with pytest.raises(pm.ConfigError, match=r"ep=3 must divide tp\*dp_attention=8"):
         pm.predict("deepseek-v3", "b200", tp=8, ep=3)
     with pytest.raises(pm.ConfigError, match="dense"):
         pm.predict("llama-3.1-8b", "h100-sxm", tp=2, ep=2)

@@ -61,7 +61,7 @@ def ffn_weight_elems(model: ModelSpec, group: LayerGroup, par: Parallel) -> floa
         return mats * h * model.intermediate_size / par.group
     moe = model.moe
     assert moe is not None
-    routed = moe.num_experts / par.ep * mats * h * moe.expert_intermediate_size / par.moe_tp_eff
+    routed = moe.num_experts / par.experts_ep(moe.num_experts) * mats * h * moe.expert_intermediate_size / par.moe_tp_eff
     shared = mats * h * moe.shared_intermediate_size / par.group
     return routed + shared + h * moe.num_experts
 

@@ -507,7 +507,8 @@ def moe_work(model: ModelSpec, par: Parallel, s: StepShape, expert_imbalance: fl
     t = s.tokens
     e_hit = expected_experts_hit(moe.num_experts, moe.top_k, t)
     inter = moe.expert_intermediate_size / par.moe_tp_eff
-    work = MoEWork(tokens=t, routed=t * moe.top_k / par.ep * expert_imbalance, hit=e_hit / par.ep, inter=inter,
+    ep = par.experts_ep(moe.num_experts)   # the busiest rank's share (ceil(E/ep) experts)
+    work = MoEWork(tokens=t, routed=t * moe.top_k / ep * expert_imbalance, hit=e_hit / ep, inter=inter,
                    matrices=float(model.ffn_matrices), decode_only=s.n_prefill * s.chunk <= 0)
     return work, e_hit
 
@@ -534,7 +535,7 @@ def elementwise_op(model: ModelSpec, group: LayerGroup, par: Parallel, prec: Pre
     else:
         moe = model.moe
         assert moe is not None
-        act = (moe.top_k / par.ep * moe.expert_intermediate_size / par.moe_tp_eff
+        act = (moe.top_k / par.experts_ep(moe.num_experts) * moe.expert_intermediate_size / par.moe_tp_eff
                + moe.shared_intermediate_size / par.group)
     act_kernels = 0.0 if group.ffn == "none" else 1.0
     norm = 4.0 * norms * model.hidden_size / par.dp_attention  # per token of the step, as is ``act``

@@ -11,6 +11,14 @@ Conventions (as in TensorRT-LLM and AIConfigurator):
 
 Devices per replica = ``tp × dp_attention × pp``.
 
+An expert-parallel size that does not divide the expert count (DeepSeek-R1's 256 experts over 24 or
+48 GB200 GPUs of a wide-EP decode pool) places :math:`\\lceil E / ep \\rceil` experts on the busiest
+rank, and a MoE layer waits for its busiest rank: weights, routed tokens and experts hit per rank are
+charged as if the experts were split over :math:`ep_{eff} = E / \\lceil E / ep \\rceil` ranks
+(:meth:`Parallel.experts_ep`; equal to ``ep`` when it divides E). Redundant expert copies (SGLang
+``--ep-num-redundant-experts``, TensorRT-LLM's MoE load balancer slots) are not modelled: their counts
+are not recorded with the measured runs.
+
 Attention heads divide by the attention-TP size ``tp``, not by the MoE group: a recorded tensor-parallel
 size that does not divide the heads (DeepSeek-R1's 128 heads on 12, 20, 28, 36, 72 GPUs of a GB200
 NVL72) is served with attention data parallelism, each rank holding whole heads
@@ -57,8 +65,9 @@ class Parallel:
         Raises
         ------
         ConfigError
-            Non-positive degrees, TP not dividing the attention heads, EP not dividing the experts,
-            ``ep × moe_tp`` different from ``tp × dp_attention``, PP larger than the layer count.
+            Non-positive degrees, TP not dividing the attention heads, EP above the expert count (an EP
+            that does not divide it is allowed, see the module docstring), ``ep × moe_tp`` different
+            from ``tp × dp_attention``, PP larger than the layer count.
         """
         for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp_attention", dp_attention)):
             if not isinstance(v, (int,)) or isinstance(v, bool) or v < 1:
@@ -83,14 +92,23 @@ class Parallel:
                                   f"like attention, moe_tp must be tp*dp_attention = {group} or None")
             mtp = moe_tp or group
         else:
-            if model.moe.num_experts % ep:
-                raise ConfigError(f"ep={ep} does not divide {model.id}'s {model.moe.num_experts} experts")
+            if ep > model.moe.num_experts:
+                raise ConfigError(f"ep={ep} exceeds {model.id}'s {model.moe.num_experts} experts")
             if group % ep:
                 raise ConfigError(f"ep={ep} must divide tp*dp_attention={group}")
             mtp = moe_tp if moe_tp else group // ep
             if ep * mtp != group:
                 raise ConfigError(f"ep*moe_tp = {ep}*{mtp} must equal tp*dp_attention = {group}")
         return cls(tp=tp, pp=pp, dp_attention=dp_attention, ep=ep, moe_tp=mtp)
+
+    def experts_ep(self, num_experts: int) -> float:
+        """Effective expert-parallel size :math:`E / \\lceil E / ep \\rceil` for E experts [-].
+
+        The experts on the busiest rank are :math:`\\lceil E/ep \\rceil`; dividing by this size instead of
+        ``ep`` charges a rank that many. Exactly ``ep`` when ``ep`` divides E (256 experts, ep 48: 6
+        experts on the busiest rank, effective size 256/6 = 42.67).
+        """
+        return num_experts / -(-num_experts // self.ep)
 
     def label(self) -> str:
         parts = [f"tp{self.tp}"]

@@ -208,7 +208,7 @@ class DataflowModel:
         """The experts op streaming every local expert's weights (``moe_experts: all``)."""
         moe, x = self.model.moe, op.moe
         assert moe is not None
-        every = moe.num_experts / self.parallel.ep * x.matrices * self.model.hidden_size * x.inter * (
+        every = moe.num_experts / self.parallel.experts_ep(moe.num_experts) * x.matrices * self.model.hidden_size * x.inter * (
             self.precision.weights.bytes)
         present = np.asarray(x.tokens, float) > 0
         return replace(op, bytes=op.bytes - op.weight_bytes + np.where(present, every, 0.0),
