@@ -242,3 +242,15 @@ def test_measurement_coverage_refuses_more_predictions_than_measurements():
     skipped = pd.DataFrame({"row": [1], "id": ["b"], "reason": ["duplicate: same measurement as a"]})
     with pytest.raises(ValueError, match="predicted = 10 rows must lie in"):
         measurement_coverage(10, 10, skipped)
+
+
+@pytest.mark.parametrize(("moe_tp", "expected"), [(np.nan, 4), (0, 4), (4, 4)])
+def test_unrecorded_moe_tp_is_derived_from_the_group(moe_tp, expected):
+    """An empty or 0 moe_tp_size with EP 1 shards the experts by TP over the whole tp x dp group (vLLM
+    without expert parallelism), as a recorded 4 does; a recorded value that contradicts it is refused."""
+    row = _row(model_path="Qwen/Qwen3-235B-A22B-FP8", system="h100_sxm", tp_size=1, attention_dp_size=4,
+               moe_ep_size=0, moe_tp_size=moe_tp, batch_size=4)
+    dep, skipped = map_rows(pd.DataFrame([row]))
+    assert skipped.empty and (dep.iloc[0].tp, dep.iloc[0].dp, dep.iloc[0].ep, dep.iloc[0].moe_tp) == (1, 4, 1, expected)
+    _, skipped = map_rows(pd.DataFrame([{**row, "moe_tp_size": 2}]))
+    assert skipped.iloc[0].reason == "invalid agg layout: ep*moe_tp = 1*2 must equal tp*dp_attention = 4"

@@ -196,8 +196,14 @@ def _layout(model, tp, pp, dp, ep, moe_tp) -> dict[str, int]:
 
 
 def _pool(row: dict, prefix: str) -> tuple[int, ...]:
-    return tuple(_degree(row.get(f"{prefix}{k}")) for k in
-                 ("tp_size", "pp_size", "attention_dp_size", "moe_ep_size", "moe_tp_size"))
+    """(tp, pp, dp, ep, moe_tp) of a pool; an empty or 0 ``moe_tp_size`` is 0, derived by
+    :meth:`~perfmodel.core.parallel.Parallel.build` as tp × dp / ep (the MoE layers split by TP over the
+    devices EP leaves: vLLM without expert parallelism shards its experts over the whole TP × DP group),
+    not 1."""
+    tp, pp, dp, ep = (_degree(row.get(f"{prefix}{k}")) for k in
+                      ("tp_size", "pp_size", "attention_dp_size", "moe_ep_size"))
+    mtp = _degree(row.get(f"{prefix}moe_tp_size")) if _float(row.get(f"{prefix}moe_tp_size")) >= 1 else 0
+    return tp, pp, dp, ep, mtp
 
 
 class Skip(Exception):
