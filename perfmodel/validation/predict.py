@@ -178,8 +178,9 @@ class ServingProblem:
         spec = parse_spec_decode(key[-2]) if key[-2] != "off" else None
         try:
             sm = cache.get(config)
-            capacity = float(sm.kv_capacity_tokens) and (engine_kv_tokens(sm, eng) if spec is None
-                                                         else _spec_capacity(sm, eng, spec))
+            # the engine's own pool decides (its memory fraction of what the weights leave), not the step
+            # model's generic reserve: measured runs the reserve would leave no room for did run
+            capacity = engine_kv_tokens(sm, eng) if spec is None else _spec_capacity(sm, eng, spec)
         except PerfmodelError as exc:
             capacity, sm = 0.0, None
             reason = f"step model error: {exc}"

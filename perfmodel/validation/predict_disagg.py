@@ -78,8 +78,9 @@ def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
         isl = group["isl"].to_numpy(float)
         try:
             dsm, psm = cache.get(decode_key), cache.get(prefill_key)
-            reason = None if min(dsm.kv_capacity_tokens, psm.kv_capacity_tokens) > 0 else \
-                NO_KV_REASON
+            # each pool's room as its engine sizes it (as for aggregated rows, not the step model's reserve)
+            room = min(engine_kv_tokens(dsm, engines[backend]), engine_kv_tokens(psm, engines[backend]))
+            reason = None if room > 0 else NO_KV_REASON
             if reason is None:
                 tkv = request_kv_transfer_time(psm, int(p_workers) * psm.devices + int(d_workers) * dsm.devices, isl)
         except PerfmodelError as exc:
