@@ -12,9 +12,10 @@ Disaggregated rows (both pools' worker counts recorded) go through
 per configuration. Aggregated rows with speculative decoding are tabulated too, with the ratio of the
 speculative to the plain decode time per generated token on the decode-batch grid
 (:func:`~perfmodel.validation.surrogate.build_tables`, the rule of :class:`perfmodel.engine.EngineStep`)
-and the engine's KV pool less the draft's share; aggregated rows with a prefix-cache hit rate are
+and the engine's KV pool less the draft's share (disaggregated ones the same way in their decode pool,
+:mod:`perfmodel.validation.predict_disagg`); aggregated rows with a prefix-cache hit rate are
 predicted on their step model directly (:mod:`perfmodel.validation.predict_direct`); disaggregated
-ones with either feature are skipped with the reason.
+ones with a prefix-cache hit rate are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ import pandas as pd
 
 from ..engine.calibration import EngineCalibration, presets
 from ..engine.engine import Engine
-from ..engine.kv_memory import engine_kv_tokens, engine_memory, pool_tokens_with_draft
+from ..engine.kv_memory import engine_kv_tokens
 from ..engine.speculative import parse_spec_decode
-from ..engine.speculative_draft import draft_step_model, kv_capacity_with_draft
 from ..errors import PerfmodelError
 from ..progress import Bar
 from ..serving import EngineProfile, steady_state
 from .predict_direct import DirectBatch, direct_batches
-from .predict_disagg import NO_KV_REASON, DisaggBatch, tabulate_disagg
+from .predict_disagg import NO_KV_REASON, DisaggBatch, spec_kv_tokens, tabulate_disagg
 from .stepmodels import CONFIG_COLUMNS, StepModelCache, config_groups
 from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
@@ -53,28 +53,11 @@ def _kv_can_bind(rows: pd.DataFrame, capacity: float, eng: EngineProfile) -> np.
     return rows["concurrency"].to_numpy(float) > capacity * eng.kv_capacity_fraction / per_seq
 
 
-def _featured(rows: pd.DataFrame) -> pd.Series:
-    """Rows that recorded speculative decoding or a prefix-cache hit rate."""
-    if "spec_decode" not in rows:
-        return pd.Series(False, index=rows.index)
-    return (rows["spec_decode"] != "off") | (rows["prefix_hit_rate"] > 0)
-
-
 def _prefix_hit(rows: pd.DataFrame) -> pd.Series:
     """Rows with a prefix-cache hit rate: predicted on their step model (no tables)."""
     if "prefix_hit_rate" not in rows:
         return pd.Series(False, index=rows.index)
     return rows["prefix_hit_rate"] > 0
-
-
-def _spec_capacity(sm, eng: EngineProfile, spec) -> float:
-    """KV tokens of the engine's pool once the draft's weights and KV cache are in it (as
-    :meth:`perfmodel.engine.engine.Engine.step` sizes it)."""
-    draft = draft_step_model(sm, spec) if spec.method != "ngram" else None
-    mem = engine_memory(sm, eng, draft is not None)
-    if mem is None:
-        return float(kv_capacity_with_draft(sm, spec, draft))
-    return float(pool_tokens_with_draft(mem, spec, draft, sm.parallel.dp_attention))
 
 
 def engines_under(calibrations: Mapping[str, EngineCalibration] | None) -> dict[str, Engine]:
@@ -134,17 +117,16 @@ class ServingProblem:
         unknown = ~deployments["backend"].isin(list(engines))
         for _, r in deployments[unknown].iterrows():
             skipped.append({"row": r["row"], "id": r["id"], "reason": f"unknown backend: {r['backend']}"})
-        featured = _featured(deployments)
-        for _, r in deployments[featured & (mode == "disagg") & ~unknown].iterrows():
-            skipped.append({"row": r["row"], "id": r["id"], "reason": "feature: speculative decoding or prefix "
-                            "caching on a disaggregated row is not modelled in validation yet"})
         hit = _prefix_hit(deployments)
+        for _, r in deployments[hit & (mode == "disagg") & ~unknown].iterrows():
+            skipped.append({"row": r["row"], "id": r["id"], "reason": "feature: prefix caching on a "
+                            "disaggregated row is not modelled in validation yet"})
         direct, direct_skipped = direct_batches(deployments[hit & (mode == "agg") & ~unknown], cache)
         skipped += direct_skipped
         agg = deployments[(mode == "agg") & ~unknown & ~hit]
         if "spec_decode_text" not in agg:
             agg = agg.assign(spec_decode_text="off")
-        disagg_parts, disagg_skipped = tabulate_disagg(deployments[(mode == "disagg") & ~unknown & ~featured],
+        disagg_parts, disagg_skipped = tabulate_disagg(deployments[(mode == "disagg") & ~unknown & ~hit],
                                                        cache, engines)
         skipped += disagg_skipped
         parts: dict[str, list] = {}
@@ -180,7 +162,7 @@ class ServingProblem:
             sm = cache.get(config)
             # the engine's own pool decides (its memory fraction of what the weights leave), not the step
             # model's generic reserve: measured runs the reserve would leave no room for did run
-            capacity = engine_kv_tokens(sm, eng) if spec is None else _spec_capacity(sm, eng, spec)
+            capacity = engine_kv_tokens(sm, eng) if spec is None else spec_kv_tokens(sm, eng, spec)
         except PerfmodelError as exc:
             capacity, sm = 0.0, None
             reason = f"step model error: {exc}"

@@ -7,6 +7,14 @@ times come from one tabulated step model per pool (:mod:`perfmodel.validation.su
 the same engine parameters as aggregated rows (:mod:`perfmodel.engine.calibration`): decode-only steps
 in the decode pool, prompt steps in the prefill pool.
 
+Speculative decoding (a ``spec_decode_text`` other than ``off``) changes the decode pool only, by the
+rule of the aggregated rows and of :class:`perfmodel.engine.EngineStep`: its tables carry the ratio
+r(n) of the speculative to the plain decode time per generated token (k + 1 tokens verified per
+sequence and step, E accepted on average from the shipped acceptance model,
+:mod:`perfmodel.engine.speculative`), and its KV pool is the engine's less the draft's weights and
+KV cache (:func:`spec_kv_tokens`). The prefill pool is unchanged: the aggregated path charges the draft
+nothing in prompt steps either.
+
 KV transfer: :func:`perfmodel.deployment.disagg.request_kv_transfer_time`, the one KV-transfer time
 (one request's cache leaves the tp × pp devices of the prefill rank in parallel, over the scale-up link
 within one scale-up domain, else the scale-out NIC, plus that link's α).
@@ -21,7 +29,9 @@ import pandas as pd
 
 from ..deployment.disagg import request_kv_transfer_time
 from ..engine.engine import Engine
-from ..engine.kv_memory import engine_kv_tokens
+from ..engine.kv_memory import engine_kv_tokens, engine_memory, pool_tokens_with_draft
+from ..engine.speculative import parse_spec_decode
+from ..engine.speculative_draft import draft_step_model, kv_capacity_with_draft
 from ..errors import PerfmodelError
 from ..serving import steady_state_disagg
 from .stepmodels import DISAGG_COLUMNS, StepModelCache, config_groups, pool_keys
@@ -29,6 +39,16 @@ from .surrogate import RowBatch, RowTables, build_tables, concat_tables
 
 #: Skip reason of configurations whose weights leave no memory for the KV cache.
 NO_KV_REASON = "weights do not fit in device memory (no room for KV cache)"
+
+
+def spec_kv_tokens(sm, eng, spec) -> float:
+    """KV tokens of the engine's pool of step model ``sm`` once the draft's weights and KV cache are in
+    it (as :meth:`perfmodel.engine.engine.Engine.step` sizes it), for speculative decoding ``spec``."""
+    draft = draft_step_model(sm, spec) if spec.method != "ngram" else None
+    mem = engine_memory(sm, eng, draft is not None)
+    if mem is None:
+        return float(kv_capacity_with_draft(sm, spec, draft))
+    return float(pool_tokens_with_draft(mem, spec, draft, sm.parallel.dp_attention))
 
 
 @dataclass
@@ -71,16 +91,20 @@ def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
     """
     groups: dict[str, list] = {}
     skipped = []
-    for key, group in config_groups(rows, (*DISAGG_COLUMNS, "backend")):
+    if "spec_decode_text" not in rows:
+        rows = rows.assign(spec_decode_text="off")
+    for key, group in config_groups(rows, (*DISAGG_COLUMNS, "spec_decode_text", "backend")):
         first = group.iloc[0]
+        spec = parse_spec_decode(key[-2]) if key[-2] != "off" else None
         decode_key, prefill_key = pool_keys(first)
         p_workers, d_workers, backend = float(first["p_workers"]), float(first["d_workers"]), key[-1]
         isl = group["isl"].to_numpy(float)
         try:
             dsm, psm = cache.get(decode_key), cache.get(prefill_key)
             # each pool's room as its engine sizes it (as for aggregated rows, not the step model's reserve)
-            room = min(engine_kv_tokens(dsm, engines[backend]), engine_kv_tokens(psm, engines[backend]))
-            reason = None if room > 0 else NO_KV_REASON
+            d_tokens = engine_kv_tokens(dsm, engines[backend]) if spec is None else \
+                spec_kv_tokens(dsm, engines[backend], spec)
+            reason = None if min(d_tokens, engine_kv_tokens(psm, engines[backend])) > 0 else NO_KV_REASON
             if reason is None:
                 tkv = request_kv_transfer_time(psm, int(p_workers) * psm.devices + int(d_workers) * dsm.devices, isl)
         except PerfmodelError as exc:
@@ -96,9 +120,9 @@ def tabulate_disagg(rows: pd.DataFrame, cache: StepModelCache, engines: dict
                                     np.maximum(isl, engines[backend].max_num_batched_tokens * float(first["p_dp"])),
                                     layers=psm.model.num_layers, small_m_model=cache.small_m_variant(prefill_key)),
             "decode": build_tables(dsm, isl, osl, conc, 2 * ones, layers=dsm.model.num_layers,
-                                   small_m_model=cache.small_m_variant(decode_key)),
+                                   small_m_model=cache.small_m_variant(decode_key), spec=spec),
             "prefill_capacity": engine_kv_tokens(psm, engines[backend]) * ones,
-            "decode_capacity": engine_kv_tokens(dsm, engines[backend]) * ones,
+            "decode_capacity": d_tokens * ones,
             "clients": conc * d_workers, "isl": isl, "osl": osl, "prefill_replicas": p_workers * ones,
             "decode_replicas": d_workers * ones, "kv_transfer_s": tkv,
             "prefill_schedulers": float(first["p_dp"]) * ones, "decode_schedulers": float(first["dp"]) * ones})
