@@ -564,8 +564,8 @@ def findings_text(d: dict) -> str:
    all rows: held out, TPOT {d['disagg_tpot'][0]:.1f} / {d['disagg_tpot'][1]:.1f} % (median / p90, bias
    {_pct(d['disagg_tpot'][2])}) and TTFT {d['disagg_ttft'][0]:.1f} / {d['disagg_ttft'][1]:.1f} % (bias
    {_pct(d['disagg_ttft'][2])}). Their decode pools are large attention-DP / wide-EP layouts, where the
-   decode step is predicted too fast (no multi-token prediction, expert load imbalance or DP
-   synchronisation in the step model); their TTFT at high concurrency is dominated by prefill-pool
+   decode step is predicted too fast (no expert load imbalance or DP synchronisation in the step
+   model; rows with MTP run the speculative decode step, as aggregated ones do); their TTFT at high concurrency is dominated by prefill-pool
    queueing, which the closed form keeps shorter than the simulator does (docs/serving.md).
 9. **History.** With the plain per-op form (one η per format, before the step model read the profiles'
    shape terms, commit 540e1bb) and the profiles of 2026-11-30 11:28, the same pipeline cross-validated

@@ -68,8 +68,8 @@ def test_disaggregated_rows_with_worker_counts_are_predicted(public):
     preds = public["preds"]
     disagg = preds[preds["mode"] == "disagg"]
     # 146 rows record both pools' worker counts; 175 more (kept after de-duplication) get theirs from
-    # the runs' InferenceX launch configs (disagg_workers.csv); 66 filled MTP runs are skipped (spec
-    # decoding on P/D rows is not modelled in validation)
+    # the runs' InferenceX launch configs (disagg_workers.csv); the MTP runs among them run the
+    # speculative decode step (predict_disagg)
     assert len(disagg) > 310
     table = layout_table()
     unresolved = sum(t["status"] != "filled" for t in table.values())
