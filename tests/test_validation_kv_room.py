@@ -24,4 +24,4 @@ def test_rows_whose_engine_pool_has_room_are_predicted():
     sm = StepModelCache("calibrated").get(("deepseek-ai/DeepSeek-R1", "b200", 4, 1, 1, 1, 4, "fp8_block", "fp8",
                                            "fp8"))
     assert sm.kv_capacity_tokens == 0 and engine_kv_tokens(sm, engines_under(None)["trtllm"].profile) > 1e5
-    assert np.isfinite(problem.predictions(load_profile("calibrated"))["predicted_tpot_s"]).all()
+    assert np.isfinite(problem.predictions(load_profile("calibrated"))["predicted_tpot_mean_s"]).all()
