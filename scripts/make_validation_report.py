@@ -279,7 +279,8 @@ def write_report(o: dict, findings: str) -> None:
         "definitions in "
         "`perfmodel/engine/calibration.py`), fitted with `scipy.optimize.least_squares` (soft-L1 loss on "
         "log ratios of TPOT and TTFT) on all rows not flagged anomalous; the per-step and per-sequence "
-        "overheads are held at 0 (fitted jointly they went to ≈ 0 for every engine). The per-op kernel "
+        "overheads are held at 0 (the fit's loss rises from 0 for every engine when the per-sequence one is held at "
+        "10–30 µs/seq and the rest refitted). The per-op kernel "
         "efficiencies are those of the per-accelerator profiles.\n",
         _parameters_section(o), "",
         f"## Errors by group ({label})\n",

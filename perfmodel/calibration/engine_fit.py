@@ -37,9 +37,11 @@ MIN_ROWS = 8
 #: Folds of the grouped k-fold split.
 K_FOLDS = 5
 #: Starting values inside the bounds for parameters whose preset sits on a bound, where the trust-region
-#: solver would leave them (each is fitted only where some training row depends on it, see
-#: :func:`_constrained`).
-INTERIOR_START = {"prefill_dp_lockstep": 0.5}
+#: solver would leave them: ``prefill_dp_lockstep`` (fitted only where some training row depends on it,
+#: see :func:`_constrained`) and the host overheads held at 0 by :data:`~perfmodel.engine.calibration.FIXED`,
+#: which start at their typical scale when a fit names them (from 0 they were never moved).
+INTERIOR_START = {"prefill_dp_lockstep": 0.5,
+                  **{k: PARAMETERS[k][2] for k in ("step_overhead", "seq_overhead", "layer_overhead")}}
 #: Columns that define a deployment configuration (the k-fold groups).
 GROUP_COLUMNS = ("model", "system", "backend", "tp", "pp", "dp", "ep", "weights")
 

@@ -43,10 +43,14 @@ the per-accelerator profiles (:mod:`perfmodel.core.efficiency`). Fitted (:data:`
 
 Held at :data:`FIXED` (still stored, and usable by hand): ``step_overhead`` [s] and
 ``seq_overhead`` [s/seq] — the engine profile's host time per step and per sequence — and
-``layer_overhead`` [s/layer], an alternative per-layer form of the kernel term. Fitted together with
-the kernel scales on the public data, the step and sequence overheads went to ≈ 0 for all three engines
-(< 0.02 ms/seq, changing the errors by < 0.2 points), so they are not fitted; see
-``docs/validation.md``.
+``layer_overhead`` [s/layer], an alternative per-layer form of the kernel term. Started at their preset
+0, on the lower bound, the fit never moved them (the trust-region solver leaves a parameter that starts
+on a bound; :data:`perfmodel.calibration.engine_fit.INTERIOR_START` now starts them inside). The data
+do not want a per-sequence term: with ``seq_overhead`` held at a value and every fitted parameter
+refitted on all rows (2026-12-02), the fit's loss rises from 0 for each engine — vLLM 53.2 (0), 53.6
+(10 µs/seq), 55.7 (30 µs/seq); SGLang 74.9 (0), 78.5 (20 µs/seq); TensorRT-LLM 130.9 (0), 137.3
+(20 µs/seq) — the kernel scales giving way (vLLM ``prefill_kernel_scale`` 2.85 → 2.00 at 10 µs/seq)
+while the large-batch TPOT overshoots. So they are not fitted; see ``docs/validation.md``.
 
 Profiles live in ``perfmodel/data/engines_fit/<name>.yaml`` (kept apart from
 ``perfmodel/data/calibration/``, whose every file is read as a per-accelerator efficiency profile)
