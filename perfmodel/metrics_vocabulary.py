@@ -88,8 +88,10 @@ _ENTRIES: list[Metric] = [
     _m("batch", "1", "concurrent sequences of the static batch (per replica)", *PREDICT),
     _m("isl", "1", "input (prompt) tokens per request", *PREDICT),
     _m("osl", "1", "output tokens per request", *PREDICT),
+    _m("sequences", "1", "concurrent sequences over all replicas: dp x batch (one static batch per replica; "
+       "named so because they are not closed-loop clients)", "sweep", "pm.sweep"),
     _m("concurrency", "1", "closed-loop clients (each sends its next request when the last one ends)",
-       "estimate", "sweep"),
+       "estimate"),
     _m("rate", "requests/s", "offered open-loop arrival rate (Poisson), named as the --rate flag",
        "estimate"),
     _m("rate_requests_per_s", "requests/s", "target arrival rate the plan is sized for", "plan"),
@@ -396,6 +398,9 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("per_replica_max_rps", "max_requests_per_s_per_replica", "plan"),
     ("per_replica_steady_state_rps", "steady_state_requests_per_s_per_replica", "plan"),
     ("rate_rps", "rate_requests_per_s", "plan inputs"),
+    ("concurrency", "sequences", "sweep JSON/CSV/--out and pm.sweep frames (dp x batch of static batches, not "
+     "closed-loop clients); the flag is --sequences and the keyword sequences=: --concurrency (a note on "
+     "stderr) and concurrency= (a DeprecationWarning) are still read"),
     ("simulated_rate_rps, simulated_throughput_rps",
      "simulated_rate_requests_per_s, simulated_requests_per_s",
      "validate (open-loop rows)"),
@@ -559,7 +564,8 @@ def glossary_md() -> str:
         "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
         "and `SteadyState.ttft_s`/`tpot_s`/`e2e_s`/`n_decode`/`throughput_rps`/"
         "`throughput_output_tokens_per_s` still answer, with a `DeprecationWarning`, for one release; so do "
-        "a claim file's `speedup` key and, in `plan_regret.add_rates`/`choose`/`score_groups` and the scripts "
+        "`pm.sweep(concurrency=)` (`perfmodel sweep --concurrency` with a note on stderr), a claim file's "
+        "`speedup` key and, in `plan_regret.add_rates`/`choose`/`score_groups` and the scripts "
         "reading a saved prediction table, the old `predicted_*_s`/`measured_*_s` columns):\n",
         renames_table() + "\n",
     ])

@@ -56,13 +56,31 @@ def test_out_writes_every_column_and_stdout_keeps_its_format(capsys, tmp_path):
     assert list(written.columns) == CLI_COLUMNS and len(written) == len(rows) == 32
 
 
-def test_concurrency_splits_over_dp_and_flags_what_does_not_divide(capsys):
+def test_sequences_split_over_dp_and_flag_what_does_not_divide(capsys):
     rows = list(csv.DictReader(io.StringIO(_run(capsys, [
-        "sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--replicas", "1,2", "--concurrency", "3,8",
+        "sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--replicas", "1,2", "--sequences", "3,8",
         "--format", "csv"]))))
-    by = {(r["dp"], r["concurrency"]): r for r in rows}
+    by = {(r["dp"], r["sequences"]): r for r in rows}
+    assert "concurrency" not in rows[0]   # concurrency names closed-loop clients (estimate), not batch x dp
     assert float(by["2", "8.0"]["batch"]) == 4 and by["2", "8.0"]["valid"] == "True"
     assert by["2", "3.0"]["valid"] == "False" and "multiple of dp=2" in by["2", "3.0"]["reason"]
+
+
+def test_the_old_concurrency_flag_is_sequences_with_a_note(capsys):
+    base = ["sweep", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--replicas", "2", "--isl", "256",
+            "--osl", "16", "--format", "csv"]
+    new = _run(capsys, [*base, "--sequences", "4"])
+    assert main([*base, "--concurrency", "4"]) == 0
+    out = capsys.readouterr()
+    assert out.out == new
+    assert "perfmodel sweep: note: --concurrency is deprecated, use --sequences" in out.err
+    assert "--concurrency" not in _help(capsys)
+
+
+def _help(capsys) -> str:
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    return capsys.readouterr().out
 
 
 def test_hardware_file_is_accepted(capsys, tmp_path):
@@ -77,7 +95,8 @@ def test_hardware_file_is_accepted(capsys, tmp_path):
     assert rows[0]["ttft_s"] == rows[1]["ttft_s"]  # same figures, same answer
 
 
-@pytest.mark.parametrize("extra", [["--tp", "0"], ["--batch", "1", "--concurrency", "2"], ["--isl", "x"],
+@pytest.mark.parametrize("extra", [["--tp", "0"], ["--batch", "1", "--sequences", "2"],
+                                   ["--batch", "1", "--concurrency", "2"], ["--isl", "x"],
                                    ["--format", "xml"]])
 def test_bad_flags_exit_2(capsys, extra):
     with pytest.raises(SystemExit) as exc:

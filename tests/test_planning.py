@@ -53,16 +53,26 @@ def test_sweep_matches_predict_and_scales_with_dp():
     assert one.ttft_s == pytest.approx(float(ref.ttft_s))
     assert one.output_tokens_per_s == pytest.approx(float(ref.output_tokens_per_s))
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s)
-    assert two.devices == 2 and two.concurrency == 16 and two.power_w == pytest.approx(1400.0)
+    assert two.devices == 2 and two.sequences == 16 and two.power_w == pytest.approx(1400.0)
     assert two.output_tokens_per_s_per_device == pytest.approx(one.output_tokens_per_s_per_device)
     assert "TDP 700 W" in two.power_basis
 
 
-def test_sweep_concurrency_not_divisible_by_dp_is_flagged():
-    df = sweep("llama-3.1-8b", "h100-sxm", dp=2, concurrency=[3, 4], isl=256, osl=16)
+def test_sweep_sequences_not_divisible_by_dp_are_flagged():
+    df = sweep("llama-3.1-8b", "h100-sxm", dp=2, sequences=[3, 4], isl=256, osl=16)
     assert df.valid.tolist() == [False, True]
     assert "multiple of dp=2" in df.reason.iloc[0]
-    assert df.batch.iloc[1] == 2
+    assert df.batch.iloc[1] == 2 and df.sequences.tolist() == [3, 4]
+
+
+def test_sweep_old_concurrency_keyword_warns_and_means_sequences():
+    with pytest.warns(DeprecationWarning, match=r"sweep: concurrency= is deprecated, use sequences="):
+        old = sweep("llama-3.1-8b", "h100-sxm", dp=2, concurrency=[4], isl=256, osl=16)
+    new = sweep("llama-3.1-8b", "h100-sxm", dp=2, sequences=[4], isl=256, osl=16)
+    assert "concurrency" not in old.columns
+    assert old.equals(new)
+    with pytest.raises(ConfigError, match="not both"):
+        sweep("llama-3.1-8b", "h100-sxm", sequences=[4], concurrency=[4])
 
 
 def test_sweep_cost_columns_by_hand():

@@ -280,6 +280,16 @@ def test_normalised_throughput_hand_checked(normalize, expected, unit):
     plt.close(ax.figure)
 
 
+def test_per_user_rate_of_a_sweep_divides_by_its_sequences():
+    """A sweep row's rate covers dp replicas of `batch` sequences each: per user is R / (dp x batch), read off
+    ``sequences`` (and off ``concurrency`` in a frame saved before the rename)."""
+    df = pd.DataFrame({"output_tokens_per_s": [1600.0], "batch": [8], "dp": [2], "sequences": [16]})
+    assert plots.normalized_rate(df, "output_tokens_per_s", "user")[0].tolist() == [100.0]
+    old = df.rename(columns={"sequences": "concurrency"})
+    assert plots.normalized_rate(old, "output_tokens_per_s", "user")[0].tolist() == [100.0]
+    assert plots.normalized_rate(df.drop(columns="sequences"), "output_tokens_per_s", "user")[0].tolist() == [100.0]
+
+
 def test_normalisation_errors_name_the_missing_data():
     df = _frame()
     with pytest.raises(pm.errors.ConfigError, match="needs a 'power_w' column"):

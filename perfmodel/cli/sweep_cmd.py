@@ -4,14 +4,14 @@ Examples::
 
     perfmodel sweep --model llama-3.1-8b,llama-3.1-70b --hardware h100-sxm,h200-sxm,my-gpu.yaml \\
         --tp 1,2,4,8 --weights bf16,fp8 --batch 1,8,64 --isl 2048 --osl 256 --out sweep.csv
-    perfmodel sweep --model llama-3.1-70b --hardware b200 --tp 8 --replicas 1,2 --concurrency 16,64 --format csv
+    perfmodel sweep --model llama-3.1-70b --hardware b200 --tp 8 --replicas 1,2 --sequences 16,64 --format csv
 """
 
 from __future__ import annotations
 
 from ..precision import label_fields
 from .argtypes import count_list, name_list, prices_by_hardware, real
-from .dtype_args import add_dtype_args
+from .dtype_args import add_dtype_args, add_renamed_flag
 from .output import add_format_arg, add_quiet_arg, blank_unfit, emit, format_table, progress_of
 
 #: Columns of the table view (the CSV and JSON have every column of the frame).
@@ -59,9 +59,10 @@ def register(sub) -> None:
     load = p.add_mutually_exclusive_group()
     load.add_argument("--batch", type=count_list(), default=None,
                       help="sequences per replica, e.g. 1,8,64 (default 1)")
-    load.add_argument("--concurrency", type=count_list(), default=None,
+    load.add_argument("--sequences", type=count_list(), default=None,
                       help="sequences over all replicas (split evenly; a count the replicas do not divide "
                            "is flagged invalid)")
+    add_renamed_flag(load, "--concurrency", "--sequences", "sequences", type=count_list())
     p.add_argument("--isl", type=count_list(), default=[1024], help="prompt tokens, e.g. 512,2048 (default 1024)")
     p.add_argument("--osl", type=count_list(), default=[128], help="output tokens, e.g. 256 (default 128)")
     p.add_argument("--efficiency", default="calibrated",
@@ -82,10 +83,10 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..planning.sweep import sweep
 
-    batch = args.batch if args.batch is not None or args.concurrency is not None else [1]
+    batch = args.batch if args.batch is not None or args.sequences is not None else [1]
     df = sweep(args.model, args.hardware, tp=args.tp, pp=args.pp, ep=args.ep, dp_attention=args.dp_attention,
                dp=args.replicas, weights=args.weights, kv_cache=args.kv_cache, batch=batch,
-               concurrency=args.concurrency, isl=args.isl, osl=args.osl, efficiency=args.efficiency,
+               sequences=args.sequences, isl=args.isl, osl=args.osl, efficiency=args.efficiency,
                power=args.power_basis, idle=args.idle, utilisation=args.utilisation,
                price=prices_by_hardware(args.price) or None, progress=progress_of(args))
     df = with_formats(df)

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 TERMS = (("weight format", "--weights", "weights"), ("KV-cache format", "--kv-cache", "kv_cache"),
          ("activation format", "--activations", "activations"),
          ("weight format of a P/D decode pool", "--decode-weights", "decode_weights"))
+#: Deprecated keywords that are not a format (old -> new), left out of the formats' list.
+OTHER_RENAMED_ARGS = {"concurrency": "sequences"}   # pm.sweep: batch x dp, not closed-loop clients
 #: Packages whose public names make up the Python API.
 API_PACKAGES = ("perfmodel", "perfmodel.planning", "perfmodel.serving", "perfmodel.deployment",
                 "perfmodel.dataflow", "perfmodel.validation")
@@ -77,12 +79,15 @@ def vocabulary_md() -> str:
                 for flag in a.option_strings:
                     old_flags.setdefault((flag, a.dest), []).append(n)
     old_args = sorted({(p.name, n) for n, sig in signatures for p in sig.parameters.values()
-                       if p.default is DEPRECATED}, key=lambda t: (t[0], t[1].lower()))
+                       if p.default is DEPRECATED and p.name not in OTHER_RENAMED_ARGS},
+                      key=lambda t: (t[0], t[1].lower()))
     flags = "; ".join(f"`{f}` ({', '.join(ns)}) = `--{d.replace('_', '-')}`" for (f, d), ns in old_flags.items())
     args = ", ".join(f"`{n}({p}=)`" for p, n in old_args)
+    others = ", ".join(f"`{n}({p.name}=)` = `{OTHER_RENAMED_ARGS[p.name]}=`" for n, sig in signatures
+                       for p in sig.parameters.values() if p.default is DEPRECATED and p.name in OTHER_RENAMED_ARGS)
     out.append(f"\nDeprecated spellings, accepted for one release: {flags}: hidden from `--help`, each use "
                f"prints one note on stderr naming the new flag; {args}: each is `weights=` and raises a "
-               f"`DeprecationWarning`.\n")
+               f"`DeprecationWarning`" + (f" (so does {others}, not a format)" if others else "") + ".\n")
     return "\n".join(out) + "\n" + engine_knobs_md(parsers, signatures)
 
 

@@ -7,6 +7,8 @@ replicas (``dp``) only scale the group's results. A layout that cannot run (TP n
 EP on a dense model, a format the chip lacks) is kept as rows with ``valid = False`` and the reason,
 never an exception, so one bad corner does not hide the rest of the table.
 
+The load of a row is ``batch`` (sequences of the static batch on each replica) and ``sequences`` =
+dp · batch (all replicas; not ``concurrency``, which names closed-loop clients in the glossary).
 Metrics per row (SI units; see :mod:`perfmodel.core.predict` for their definitions, static batch, no
 queueing): ``ttft_s``, ``tpot_s``, ``e2e_s``, ``per_user_tokens_per_s`` = 1/TPOT,
 ``output_tokens_per_s`` = dp · batch · OSL / E2E (all replicas), ``output_tokens_per_s_per_device``,
@@ -48,7 +50,7 @@ if TYPE_CHECKING:   # pandas is imported where a frame is made (perfmodel.planni
 #: Column order of :func:`sweep` results.
 COLUMNS = [
     "model", "hardware", "tp", "pp", "ep", "dp_attention", "dp", "devices", "precision", "efficiency",
-    "batch", "concurrency", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "per_user_tokens_per_s",
+    "batch", "sequences", "isl", "osl", "ttft_s", "tpot_s", "e2e_s", "per_user_tokens_per_s",
     "output_tokens_per_s", "input_tokens_per_s", "output_tokens_per_s_per_device", "fits", "valid", "reason",
     "prefill_bound", "decode_bound", "memory_used_bytes_per_device", "power_w", "output_tokens_per_s_per_mw",
     "power_basis", "usd_per_hour", "usd_per_m_input", "usd_per_m_output", "usd_per_m_output_all_in",
@@ -107,11 +109,11 @@ def _power(hw: Any, kind: str, tdp: Any, idle: Any, utilisation: float) -> tuple
     return pb, pb.describe()
 
 
-def _grid(batch, concurrency, isl, osl) -> tuple[np.ndarray, ...]:
-    if (batch is None) == (concurrency is None):
-        raise ConfigError("sweep: give exactly one of batch= (sequences per replica) or concurrency= "
+def _grid(batch, sequences, isl, osl) -> tuple[np.ndarray, ...]:
+    if (batch is None) == (sequences is None):
+        raise ConfigError("sweep: give exactly one of batch= (sequences per replica) or sequences= "
                           "(sequences over all dp replicas)")
-    load = np.atleast_1d(np.asarray(batch if batch is not None else concurrency, dtype=float))
+    load = np.atleast_1d(np.asarray(batch if batch is not None else sequences, dtype=float))
     g = np.meshgrid(load, np.atleast_1d(np.asarray(isl, dtype=float)),
                     np.atleast_1d(np.asarray(osl, dtype=float)), indexing="ij")
     return tuple(x.ravel() for x in g)
@@ -119,10 +121,11 @@ def _grid(batch, concurrency, isl, osl) -> tuple[np.ndarray, ...]:
 
 def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, dp_attention: Any = 1,
           dp: Any = 1, weights: Any = None, kv_cache: str | None = None, batch: Any = None,
-          concurrency: Any = None, isl: Any = 1024, osl: Any = 128, efficiency: str = "calibrated",
+          sequences: Any = None, isl: Any = 1024, osl: Any = 128, efficiency: str = "calibrated",
           reserve: float = 0.10, power: str = "tdp", tdp: Any = None, idle: Any = None,
           utilisation: float = 1.0, price: Any = None, tco: TotalCost | None = None,
-          progress: bool | None = False, precision: Any = DEPRECATED) -> pd.DataFrame:
+          progress: bool | None = False, precision: Any = DEPRECATED,
+          concurrency: Any = DEPRECATED) -> pd.DataFrame:
     """Evaluate the analytic model over the cartesian product of the arguments.
 
     Parameters
@@ -138,8 +141,8 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
         (:mod:`perfmodel.formats`).
     kv_cache : str, optional
         KV-cache format where an entry does not set one (default: fp8 for FP8/FP4 weights, else bf16).
-    batch, concurrency : int or array_like
-        Exactly one: sequences per replica, or sequences over all replicas (``batch = concurrency /
+    batch, sequences : int or array_like
+        Exactly one: sequences per replica, or sequences over all replicas (``batch = sequences /
         dp``; points where dp does not divide it are flagged invalid).
     isl, osl : int or array_like
         Prompt and output lengths [tokens].
@@ -159,6 +162,8 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
         always, None only when stderr is a terminal, False never).
     precision :
         Deprecated old name of ``weights`` (warns).
+    concurrency :
+        Deprecated old name of ``sequences`` (warns; ``concurrency`` names closed-loop clients).
 
     Returns
     -------
@@ -174,11 +179,12 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     [3]
     """
     weights = renamed("weights", weights, "precision", precision, "sweep")
+    sequences = renamed("sequences", sequences, "concurrency", concurrency, "sweep")
     formats = format_list(weights) if weights is None or isinstance(weights, str) else _seq("weights", weights)
     model_specs = [m if isinstance(m, ModelSpec) else load_model(m) for m in _seq("models", models)]
     # resolve each name once (ids, aliases, or user YAML files) and pass the spec itself on
     hw_specs = {spec.id: spec for spec in (load_hardware(h) for h in _seq("hardware", hardware))}
-    load, isl_v, osl_v = _grid(batch, concurrency, isl, osl)
+    load, isl_v, osl_v = _grid(batch, sequences, isl, osl)
     out = FrameBuilder(COLUMNS)
     layouts = list(itertools.product(_seq("tp", tp), _seq("pp", pp), _seq("ep", ep),
                                      _seq("dp_attention", dp_attention)))
@@ -189,13 +195,13 @@ def sweep(models: Any, hardware: Any, *, tp: Any = 1, pp: Any = 1, ep: Any = 1, 
     with Bar(len(groups), "sweep", progress, unit="config") as bar:
         for mdl, hw, prec, layout in groups:
             _sweep_group(out, mdl, hw_specs[hw], prec, layout, dps, (load, isl_v, osl_v),
-                         concurrency is not None, opts)
+                         sequences is not None, opts)
             bar.update()
     return out.build()
 
 
 def _sweep_group(out: FrameBuilder, mdl: ModelSpec, hw_spec: Any, prec: Any, layout: tuple, dps: list[int],
-                 grid: tuple[np.ndarray, ...], is_conc: bool, opts: dict[str, Any]) -> None:
+                 grid: tuple[np.ndarray, ...], is_total: bool, opts: dict[str, Any]) -> None:
     """Rows of one (model, hardware, precision, layout) group: one vectorised predict per batch split."""
     t, p, e, a = layout
     load, isl_v, osl_v = grid
@@ -210,11 +216,11 @@ def _sweep_group(out: FrameBuilder, mdl: ModelSpec, hw_spec: Any, prec: Any, lay
     except PerfmodelError as exc:
         label = _precision_label(pkw)
         for d in dps:
-            _add_invalid(out, n, {**ident, "dp": d, "precision": label}, load, isl_v, osl_v, is_conc, str(exc))
+            _add_invalid(out, n, {**ident, "dp": d, "precision": label}, load, isl_v, osl_v, is_total, str(exc))
         return
     cache: dict[bytes, Any] = {}
     for d in dps:
-        b = load / d if is_conc else load
+        b = load / d if is_total else load
         whole = b == np.round(b)
         bb = np.where(whole & (b >= 1), b, 1.0)
         key = bb.tobytes()
@@ -227,11 +233,11 @@ def _nan(n: int) -> np.ndarray:
     return np.full(n, np.nan)
 
 
-def _add_invalid(out: FrameBuilder, n: int, ident: dict, load, isl, osl, is_conc: bool, reason: str) -> None:
+def _add_invalid(out: FrameBuilder, n: int, ident: dict, load, isl, osl, is_total: bool, reason: str) -> None:
     d = ident["dp"]
-    batch = load / d if is_conc else load
+    batch = load / d if is_total else load
     nan = _nan(n)
-    out.add(n, {**ident, "devices": np.nan, "batch": batch, "concurrency": batch * d, "isl": isl, "osl": osl,
+    out.add(n, {**ident, "devices": np.nan, "batch": batch, "sequences": batch * d, "isl": isl, "osl": osl,
                 **{c: nan for c in ("ttft_s", "tpot_s", "e2e_s", "per_user_tokens_per_s", "output_tokens_per_s",
                                     "input_tokens_per_s", "output_tokens_per_s_per_device",
                                     "memory_used_bytes_per_device", "power_w", "output_tokens_per_s_per_mw",
@@ -252,11 +258,11 @@ def _add_valid(out: FrameBuilder, ident: dict, pred, batch: np.ndarray, ok: np.n
     in_tps = masked(pred.batch * pred.isl / pred.e2e_s * dp)
     reason = pred.fit_reason if not pred.fits.all() else ""
     if bad.any():
-        reason = np.where(bad, f"concurrency not a positive multiple of dp={dp}", reason)
+        reason = np.where(bad, f"sequences not a positive multiple of dp={dp}", reason)
     power_w = pb.power_w(devices) if pb is not None else np.nan
     cost = _cost(devices, ident["hardware"], pb, price, tco, in_tps, out_tps, pred.ttft_s / pred.e2e_s)
     out.add(n, {**ident, "devices": devices, "precision": pred.config["precision"], "batch": batch,
-                "concurrency": batch * dp, "isl": pred.isl, "osl": pred.osl, "ttft_s": masked(pred.ttft_s),
+                "sequences": batch * dp, "isl": pred.isl, "osl": pred.osl, "ttft_s": masked(pred.ttft_s),
                 "tpot_s": masked(pred.tpot_s), "e2e_s": masked(pred.e2e_s),
                 "per_user_tokens_per_s": masked(pred.per_user_tokens_per_s), "output_tokens_per_s": out_tps,
                 "input_tokens_per_s": in_tps, "output_tokens_per_s_per_device": out_tps / devices,

@@ -14,7 +14,9 @@ gives
 ``"mw"``       :math:`R / (P / 10^6)` with P in W               ``power_w``
 ``"dollar"``   :math:`3600\\,R / c` with c in USD/h: units per   ``usd_per_hour``
                dollar spent
-``"user"``     :math:`R / n_{seq}` (concurrent sequences)       ``concurrency``, else ``batch`` (× ``dp``)
+``"user"``     :math:`R / n_{seq}` (concurrent sequences)       ``sequences`` (a sweep's dp × batch),
+                                                                else ``concurrency`` (clients), else
+                                                                ``batch`` (× ``dp``)
 ``None``       :math:`R` as it is
 =============  ===============================================  =====================================
 
@@ -153,8 +155,10 @@ def _memory_kind(hardware: str) -> str:
 
 
 def _users(df: pd.DataFrame, rate: pd.Series) -> pd.Series:
-    if "concurrency" in df.columns:
-        return _need(df, "concurrency", "user", rate)
+    # a sweep frame names its dp x batch "sequences" (a frame saved before the rename, "concurrency")
+    for column in ("sequences", "concurrency"):
+        if column in df.columns:
+            return _need(df, column, "user", rate)
     batch = _need(df, "batch", "user", rate)
     return batch * (pd.to_numeric(df["dp"]).astype(float) if "dp" in df.columns else 1.0)
 
