@@ -246,6 +246,12 @@ _ENTRIES: list[Metric] = [
     *_statistics("ttfat", "time to first answer token (after reasoning tokens)", _ALL, "simulate"),
     *_statistics("task_time", "time to the task's words", _ALL, "simulate"),
     *_statistics("itl", "inter-token latency, token-weighted", _PCT, "simulate"),
+    _m("request_ttft_s", "s", "one simulated request's time to first token, queueing included: first token "
+       "- arrival (an array, one value per request; the statistics above are over it)", "SimulationResult"),
+    _m("request_tpot_s", "s", "one simulated request's time per output token after the first: (last token - "
+       "first token) / (output tokens - 1)", "SimulationResult"),
+    _m("request_e2e_s", "s", "one simulated request's end-to-end time: last token - arrival (completed "
+       "requests)", "SimulationResult"),
     _m("ttft_at_target_percentile_s", "s", "TTFT percentile at the SLO target (e.g. p90 for target 0.9)",
        "simulate"),
     _m("tpot_at_target_percentile_s", "s", "TPOT percentile at the SLO target", "simulate"),
@@ -414,6 +420,8 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
      "memory_fraction, weights_bytes_per_device, activations_bytes_per_device, runtime_bytes_per_device, "
      "kv_pool_bytes_per_device, kv_bytes_per_token_per_device, kv_block_size, kv_cache_tokens, dp_attention",
      "simulate's kv_memory record, JSON and CSV (EngineMemory.as_dict; the attributes keep their names)"),
+    ("ttft_s, tpot_s, e2e_s", "request_ttft_s, request_tpot_s, request_e2e_s",
+     "SimulationResult attributes and to_dataframe() columns (each request's own value under load)"),
     ("predicted_n_decode", "predicted_decode_batch_mean", "validate --out, ServingProblem.predictions()"),
     ("predicted_ttft_s, predicted_tpot_s, measured_ttft_s, measured_tpot_s",
      "predicted_ttft_mean_s, predicted_tpot_mean_s, measured_ttft_mean_s, measured_tpot_mean_s",
@@ -443,7 +451,9 @@ DEPRECATED_ATTRIBUTES = {"per_device_tokens_per_s": "output_tokens_per_s_per_dev
 #: Old attribute names answered by one class only: its fields renamed where the old name means another
 #: quantity in the glossary (a bare ``ttft_s`` is one static batch on an idle replica, not a mean).
 DEPRECATED_FIELDS = {"SteadyState": {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_mean_s", "e2e_s": "e2e_mean_s",
-                                     "n_decode": "decode_batch_mean"}}
+                                     "n_decode": "decode_batch_mean"},
+                     "SimulationResult": {"ttft_s": "request_ttft_s", "tpot_s": "request_tpot_s",
+                                          "e2e_s": "request_e2e_s"}}
 
 
 def deprecated_attribute(owner: str, old: str) -> str:
@@ -561,9 +571,10 @@ def glossary_md() -> str:
         "Inputs echoed under their format's names (fields below the prefix; `*` is a name the data chooses):\n",
         echoes_md() + "\n",
         "Renamed in this release (JSON/CSV keys and DataFrame columns changed; `Prediction."
-        "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw` "
-        "and `SteadyState.ttft_s`/`tpot_s`/`e2e_s`/`n_decode`/`throughput_rps`/"
-        "`throughput_output_tokens_per_s` still answer, with a `DeprecationWarning`, for one release; so do "
+        "per_device_tokens_per_s`, `DeploymentPrediction.per_device_tokens_per_s`/`tokens_per_s_per_mw`, "
+        "`SteadyState.ttft_s`/`tpot_s`/`e2e_s`/`n_decode`/`throughput_rps`/"
+        "`throughput_output_tokens_per_s` and `SimulationResult.ttft_s`/`tpot_s`/`e2e_s` still answer, "
+        "with a `DeprecationWarning`, for one release; so do "
         "`pm.sweep(concurrency=)` (`perfmodel sweep --concurrency` with a note on stderr), a claim file's "
         "`speedup` key and, in `plan_regret.add_rates`/`choose`/`score_groups` and the scripts "
         "reading a saved prediction table, the old `predicted_*_s`/`measured_*_s` columns):\n",

@@ -37,7 +37,8 @@ def test_kv_pressure_preempts_on_demand_but_not_with_full_reservation():
     assert trt.summary()["preemptions"] == 0 and trt.summary()["completed"] == 400
     # a preempted request recomputes its prompt: its E2E still equals TTFT + (N-1) TPOT
     p = vllm.preemptions > 0
-    assert np.allclose(vllm.e2e_s[p], vllm.ttft_s[p] + (vllm.output_tokens[p] - 1) * vllm.tpot_s[p])
+    assert np.allclose(vllm.request_e2e_s[p],
+                       vllm.request_ttft_s[p] + (vllm.output_tokens[p] - 1) * vllm.request_tpot_s[p])
 
 
 def test_requests_that_can_never_fit_are_rejected():
@@ -68,7 +69,7 @@ def test_disaggregated_pools_add_the_kv_transfer_to_ttft():
     a = simulate(fast, w, requests=200, seed=4)
     b = simulate(slow, w, requests=200, seed=4)
     extra = 2048 * H100_8B.kv_bytes_per_token * (1 / 1e9 - 1 / 50e9)
-    assert np.median(b.ttft_s - a.ttft_s) == pytest.approx(extra, rel=0.05)
+    assert np.median(b.request_ttft_s - a.request_ttft_s) == pytest.approx(extra, rel=0.05)
     assert a.summary()["completed"] == 200 and set(a.meta["pools"]) == {"decode", "prefill"}
     # decode pool runs decode-only steps: prefill no longer interferes with TPOT
     agg = simulate(H100_8B, Workload.fixed(2048, 64, rate=4.0), replicas=2, requests=400, seed=4)
@@ -92,12 +93,12 @@ def test_reasoning_tokens_and_words():
                        slo={"ttfat": "30 s"})
     res = simulate(H100_8B, w, requests=100, seed=6)
     assert (res.output_tokens == 1100).all()
-    assert np.allclose(res.ttfat_s, res.ttft_s + 1000 * res.tpot_s)   # AIPerf's definition
+    assert np.allclose(res.ttfat_s, res.request_ttft_s + 1000 * res.request_tpot_s)   # AIPerf's definition
     s = res.summary()
     assert s["ttfat_p50_s"] > 50 * s["ttft_p50_s"]
     assert s["per_user_mean_words_per_s"] == pytest.approx(s["per_user_mean_tokens_per_s"] / 2.0)
     assert s["task_time_p50_s"] == pytest.approx(
-        np.median(res.ttfat_s + (50 * 2.0 - 1) * res.tpot_s), rel=1e-9)
+        np.median(res.ttfat_s + (50 * 2.0 - 1) * res.request_tpot_s), rel=1e-9)
 
 
 def test_mean_of_rates_is_not_inverse_of_mean_tpot():
@@ -110,8 +111,8 @@ def test_step_table_agrees_with_exact_calls():
     w = Workload.fixed(3000, 200, rate=6.0)
     a = simulate(H100_8B, w, requests=300, seed=10, step_table="exact")
     b = simulate(H100_8B, w, requests=300, seed=10)
-    assert b.ttft_s.mean() == pytest.approx(a.ttft_s.mean(), rel=0.02)
-    assert b.tpot_s.mean() == pytest.approx(a.tpot_s.mean(), rel=0.02)
+    assert b.request_ttft_s.mean() == pytest.approx(a.request_ttft_s.mean(), rel=0.02)
+    assert b.request_tpot_s.mean() == pytest.approx(a.request_tpot_s.mean(), rel=0.02)
 
 
 def interpolation_errors(model, points=600, seed=0):
@@ -156,7 +157,16 @@ def test_result_api():
     res = simulate(H100_8B, w, requests=100, seed=1)
     assert isinstance(res, SimulationResult) and res.n == 100
     df = res.to_dataframe()
-    assert len(df) == 100 and {"ttft_s", "tpot_s", "e2e_s", "status", "slo_met"} <= set(df.columns)
+    assert len(df) == 100 and {"request_ttft_s", "request_tpot_s", "request_e2e_s", "status",
+                               "slo_met"} <= set(df.columns)
+    # per request, under load: not the glossary's bare ttft_s (one static batch on an idle replica)
+    assert not {"ttft_s", "tpot_s", "e2e_s"} & set(df.columns)
+    for old in ("ttft_s", "tpot_s", "e2e_s"):
+        with pytest.warns(DeprecationWarning, match=f"SimulationResult.{old} is deprecated, use "
+                                                    f"SimulationResult.request_{old}"):
+            value = getattr(res, old)
+        np.testing.assert_array_equal(value, getattr(res, f"request_{old}"))
+        np.testing.assert_array_equal(value, df[f"request_{old}"].to_numpy())
     assert set(df["status"].astype(str)) == {"completed"}
     s = res.summary()
     for key in ("arrived", "completed", "cancelled", "rejected", "in_flight",

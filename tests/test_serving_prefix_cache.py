@@ -73,12 +73,12 @@ def test_ttft_tends_to_the_uncached_prefill_plus_overheads():
                      requests=6, seed=0, step_table="exact")
     rate = simulate(SM, Workload.fixed(4096, 64, concurrency=1, prefix_hit_rate=0.75), engine="vllm",
                     requests=6, seed=0, step_table="exact")
-    assert np.allclose(cache.ttft_s[1:], rate.ttft_s[1:], rtol=1e-12)
+    assert np.allclose(cache.request_ttft_s[1:], rate.request_ttft_s[1:], rtol=1e-12)
     e = Engine.load("vllm")
     prefill = float(e.step(SM).step_time(0, 0, 1024, 3072))
-    expect = prefill + e.request_overhead + e.terms.first_token_steps * cache.tpot_s[1:]
-    assert np.allclose(cache.ttft_s[1:], expect, rtol=1e-9)
-    assert cache.ttft_s[0] > 2.0 * cache.ttft_s[1]     # the first one computed the whole prompt
+    expect = prefill + e.request_overhead + e.terms.first_token_steps * cache.request_tpot_s[1:]
+    assert np.allclose(cache.request_ttft_s[1:], expect, rtol=1e-9)
+    assert cache.request_ttft_s[0] > 2.0 * cache.request_ttft_s[1]   # the first one computed the whole prompt
 
 
 def test_a_small_cache_evicts_and_hits_less():

@@ -90,7 +90,7 @@ def test_auto_ramp_starts_client_k_at_k_d_over_c_and_reports_d():
 
 def test_auto_ramp_at_one_client_is_one_request():
     res = simulate(SM, Workload.fixed(ISL, OSL, concurrency=1), engine="vllm", requests=4)
-    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(res.e2e_s.mean()), rel=0.02)
+    assert res.meta["ramp_up"]["ramp_up_s"] == pytest.approx(float(res.request_e2e_s.mean()), rel=0.02)
 
 
 def test_explicit_zero_keeps_the_synchronised_start():

@@ -40,7 +40,7 @@ def test_md1_mean_wait_matches_pollaczek_khinchine(rho):
     wait = res.queue_s.mean()
     pk = lam * s * s / (2 * (1 - rho))
     assert wait == pytest.approx(pk, rel=0.04)
-    assert np.allclose(res.ttft_s - res.queue_s, s)          # TTFT = queueing + one step
+    assert np.allclose(res.request_ttft_s - res.queue_s, s)          # TTFT = queueing + one step
     assert res.summary()["requests_per_s"] == pytest.approx(lam, rel=0.02)
 
 
@@ -52,8 +52,8 @@ def test_md1_with_multi_step_service():
     res = simulate(ConstantStepModel(s), Workload.fixed(100, osl, rate=lam), engine=one_at_a_time(),
                    requests=30000, seed=4)
     assert res.queue_s.mean() == pytest.approx(lam * S * S / (2 * (1 - rho)), rel=0.05)
-    assert np.allclose(res.e2e_s - res.queue_s, S)
-    assert np.allclose(res.tpot_s, s)
+    assert np.allclose(res.request_e2e_s - res.queue_s, S)
+    assert np.allclose(res.request_tpot_s, s)
 
 
 def test_closed_loop_obeys_littles_law():
@@ -132,15 +132,15 @@ def test_every_request_ends_in_exactly_one_status(c, monkeypatch):
     assert (res.first_token_s[done] >= res.sched_s[done]).all()
     assert (res.finish_s[done] >= res.first_token_s[done]).all()
     n = res.output_tokens[done]
-    e2e = res.ttft_s[done] + (n - 1) * np.nan_to_num(res.tpot_s[done])
-    assert np.allclose(e2e, res.e2e_s[done])                       # E2E = TTFT + (N-1) TPOT
+    e2e = res.request_ttft_s[done] + (n - 1) * np.nan_to_num(res.request_tpot_s[done])
+    assert np.allclose(e2e, res.request_e2e_s[done])                       # E2E = TTFT + (N-1) TPOT
     cancelled = res.status == 1
     if c["timeout"] is not None:
         assert np.allclose(res.finish_s[cancelled] - res.arrival_s[cancelled], c["timeout"])
         # the timeout watches the engine's first token; the client sees it first_token_steps of
         # its TPOTs later (fitted engines)
-        late = Engine.load(c["engine"]).terms.first_token_steps * np.nan_to_num(res.tpot_s[done])
-        assert (res.ttft_s[done] - late <= c["timeout"] + 1e-9).all()
+        late = Engine.load(c["engine"]).terms.first_token_steps * np.nan_to_num(res.request_tpot_s[done])
+        assert (res.request_ttft_s[done] - late <= c["timeout"] + 1e-9).all()
     else:
         assert not cancelled.any()
     if c["max_queue"] is None:  # rejected only if prompt + output cannot fit the KV cache
@@ -233,8 +233,8 @@ def test_separate_percentiles_pass_while_the_joint_slo_fails():
     w = load_workload_mixed()
     res = simulate(model, w, requests=3000, seed=7)
     done = res.completed
-    ttft_lim = float(np.percentile(res.ttft_s[done], 96.0))
-    tpot_lim = float(np.percentile(res.tpot_s[done], 96.0))
+    ttft_lim = float(np.percentile(res.request_ttft_s[done], 96.0))
+    tpot_lim = float(np.percentile(res.request_tpot_s[done], 96.0))
     s = res.summary(slo=SLO(ttft=ttft_lim, tpot=tpot_lim, target=0.95))
     assert s["ttft_p95_s"] <= ttft_lim and s["tpot_p95_s"] <= tpot_lim
     assert s["slo_separate_percentiles_pass"]

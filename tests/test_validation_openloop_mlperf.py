@@ -106,8 +106,8 @@ def _means_by_hand(sm, engine, rate, n, window, seeds):
         res = simulate(sm, Workload.fixed(1024, 128, rate=rate, cv=1.0), engine=engine, replicas=1,
                        requests=n, seed=seed, timer_cache={})
         keep = res.completed & (np.arange(res.n) >= window[0]) & (np.arange(res.n) < window[1])
-        ttft.append(np.mean(res.ttft_s[keep]))
-        tpot.append(np.nanmean(res.tpot_s[keep]))
+        ttft.append(np.mean(res.request_ttft_s[keep]))
+        tpot.append(np.nanmean(res.request_tpot_s[keep]))
     return float(np.mean(ttft)), float(np.mean(tpot))
 
 

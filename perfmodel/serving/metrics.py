@@ -53,7 +53,8 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs=PERCENTILES
 
 def metric_arrays(res: SimulationResult) -> dict[str, np.ndarray]:
     """Per-request metric arrays keyed by SLO name (``ttft``, ``tpot``, ``e2e``, ``ttfat``)."""
-    return {"ttft": res.ttft_s, "tpot": res.tpot_s, "e2e": res.e2e_s, "ttfat": res.ttfat_s}
+    return {"ttft": res.request_ttft_s, "tpot": res.request_tpot_s, "e2e": res.request_e2e_s,
+            "ttfat": res.ttfat_s}
 
 
 def slo_masks(res: SimulationResult, slo: SLO) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
@@ -112,10 +113,10 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
         "input_tokens_per_s": float(res.isl[done].sum() / window),
         "preemptions": int(res.preemptions[keep].sum()),
     }
-    for name, arr in (("ttft", res.ttft_s), ("tpot", res.tpot_s), ("e2e", res.e2e_s),
+    for name, arr in (("ttft", res.request_ttft_s), ("tpot", res.request_tpot_s), ("e2e", res.request_e2e_s),
                       ("queue", res.queue_s), ("ttfat", res.ttfat_s)):
         s.update(percentiles(np.where(done, arr, np.nan), name))
-    tpot = res.tpot_s[done]
+    tpot = res.request_tpot_s[done]
     tpot = tpot[np.isfinite(tpot) & (tpot > 0)]
     s["per_user_mean_tokens_per_s"] = float(np.mean(1.0 / tpot)) if tpot.size else float("nan")
     s["per_user_at_mean_tpot_tokens_per_s"] = float(1.0 / tpot.mean()) if tpot.size else float("nan")
@@ -124,7 +125,7 @@ def summarize(res: SimulationResult, slo: SLO | None = None, warmup: float = 0.0
     for q, v in zip(PERCENTILES, weighted_percentiles(itl_v, itl_w), strict=True):
         s[f"itl_p{q}_s"] = v
     if res.task_words:
-        task = res.ttfat_s + (res.task_words * res.tokens_per_word - 1.0) * res.tpot_s
+        task = res.ttfat_s + (res.task_words * res.tokens_per_word - 1.0) * res.request_tpot_s
         s.update(percentiles(np.where(done, task, np.nan), "task_time"))
         s["task_words"] = res.task_words
     if slo is not None and slo.limits():

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..metrics_vocabulary import deprecated_property
 from .metrics import summarize
 from .state import COMPLETED, STATUS_NAMES
 
@@ -27,7 +28,11 @@ class SimulationResult:
     """Per-request outcome of :func:`perfmodel.serving.simulate`.
 
     All times are seconds from the start of the simulation; NaN where a time does not apply
-    (e.g. no first token for a cancelled request).
+    (e.g. no first token for a cancelled request). The per-request latencies are
+    :attr:`request_ttft_s`, :attr:`request_tpot_s` and :attr:`request_e2e_s` (each request's own value
+    under load, queueing included; a bare ``ttft_s`` in the glossary is one static batch on an idle
+    replica); ``ttft_s``, ``tpot_s`` and ``e2e_s`` still answer for one release, with a
+    DeprecationWarning.
 
     Attributes
     ----------
@@ -157,27 +162,33 @@ class SimulationResult:
         return self.sched_s - self.arrival_s
 
     @property
-    def ttft_s(self) -> np.ndarray:
-        """Time to first token, including queueing [s]."""
+    def request_ttft_s(self) -> np.ndarray:
+        """Each request's time to first token, t_first − t_arrival, queueing included [s]."""
         return self.first_token_s - self.arrival_s
 
     @property
-    def tpot_s(self) -> np.ndarray:
-        """Time per output token after the first, (t_last − t_first)/(N − 1) [s]; NaN if N = 1."""
+    def request_tpot_s(self) -> np.ndarray:
+        """Each request's time per output token after the first, (t_last − t_first)/(N − 1) [s]; NaN if
+        N = 1."""
         n1 = self.output_tokens - 1.0
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n1 > 0, (self.finish_s - self.first_token_s) / np.where(n1 > 0, n1, 1), np.nan)
 
     @property
-    def e2e_s(self) -> np.ndarray:
-        """End-to-end latency t_last − t_arrival [s] (NaN unless completed)."""
+    def request_e2e_s(self) -> np.ndarray:
+        """Each request's end-to-end latency t_last − t_arrival [s] (NaN unless completed)."""
         return np.where(self.completed, self.finish_s - self.arrival_s, np.nan)
 
     @property
     def ttfat_s(self) -> np.ndarray:
-        """Time to first answer token TTFT + R·TPOT [s] (= TTFT without reasoning tokens)."""
-        tp = np.nan_to_num(self.tpot_s, nan=0.0)
-        return self.ttft_s + self.reasoning_tokens * tp
+        """Time to first answer token TTFT + R·TPOT [s] (= TTFT without reasoning tokens), per request."""
+        tp = np.nan_to_num(self.request_tpot_s, nan=0.0)
+        return self.request_ttft_s + self.reasoning_tokens * tp
+
+    # the old names, for one release (a DeprecationWarning each time)
+    ttft_s = deprecated_property("SimulationResult", "ttft_s")
+    tpot_s = deprecated_property("SimulationResult", "tpot_s")
+    e2e_s = deprecated_property("SimulationResult", "e2e_s")
 
     def slo_met(self, slo: SLO | None = None) -> np.ndarray:
         """Boolean per request: completed and within every limit of ``slo`` (default: the workload's)."""
@@ -207,7 +218,8 @@ class SimulationResult:
         return summarize(self, slo or self.slo, warmup)
 
     def to_dataframe(self):
-        """One row per request (pandas DataFrame), times in seconds."""
+        """One row per request (pandas DataFrame), times in seconds; the latencies are
+        ``request_ttft_s``, ``request_tpot_s``, ``request_e2e_s`` (each request's own, under load)."""
         import pandas as pd
 
         df = pd.DataFrame({
@@ -215,7 +227,8 @@ class SimulationResult:
             "reasoning_tokens": self.reasoning_tokens, "output_tokens": self.output_tokens,
             "replica": self.replica,
             "status": pd.Categorical.from_codes(self.status, categories=list(STATUS_NAMES)),
-            "queue_s": self.queue_s, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s,
+            "queue_s": self.queue_s, "request_ttft_s": self.request_ttft_s,
+            "request_tpot_s": self.request_tpot_s, "request_e2e_s": self.request_e2e_s,
             "ttfat_s": self.ttfat_s, "finish_s": self.finish_s, "preemptions": self.preemptions,
         })
         if self.cached_tokens is not None:

@@ -156,8 +156,8 @@ def simulate_row(step_model, engine, isl: int, osl: int, rate: float, cv: float,
         res = simulate(step_model, workload, engine=engine, replicas=int(replicas), requests=n, seed=seed,
                        timer_cache=cache)
         done = res.completed & window
-        ttft.append(float(np.mean(res.ttft_s[done])) if done.any() else np.nan)
-        tpot.append(float(np.nanmean(res.tpot_s[done])) if done.any() and osl > 1 else np.nan)
+        ttft.append(float(np.mean(res.request_ttft_s[done])) if done.any() else np.nan)
+        tpot.append(float(np.nanmean(res.request_tpot_s[done])) if done.any() and osl > 1 else np.nan)
         span = float(res.arrival_s.max() - res.arrival_s.min())
         rates.append((res.n - 1) / span if span > 0 else np.nan)
         thr.append(float(res.summary()["requests_per_s"]))
