@@ -247,7 +247,7 @@ _ENTRIES: list[Metric] = [
     *_statistics("task_time", "time to the task's words", _ALL, "simulate"),
     *_statistics("itl", "inter-token latency, token-weighted", _PCT, "simulate"),
     _m("request_ttft_s", "s", "one simulated request's time to first token, queueing included: first token "
-       "- arrival (an array, one value per request; the statistics above are over it)", "SimulationResult"),
+       "- arrival (an array, one value per request; ttft_mean_s, ttft_p95_s... are over it)", "SimulationResult"),
     _m("request_tpot_s", "s", "one simulated request's time per output token after the first: (last token - "
        "first token) / (output tokens - 1)", "SimulationResult"),
     _m("request_e2e_s", "s", "one simulated request's end-to-end time: last token - arrival (completed "
