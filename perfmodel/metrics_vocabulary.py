@@ -322,6 +322,20 @@ _ENTRIES: list[Metric] = [
        "measured_tpot_mean_s", "validate --out", "ValidationRun"),
     _m("ttft_pct_error", "% error", "a row's 100 (predicted_ttft_mean_s - measured_ttft_mean_s) / "
        "measured_ttft_mean_s", "validate --out", "ValidationRun"),
+    # ---- plan vs measured (perfmodel.validation.plan_regret): closed-loop throughput per GPU of a row,
+    # C O / ((TTFT + (O - 1) TPOT) G) with the row's mean TTFT and TPOT
+    _m("measured_output_tokens_per_s_per_gpu", "tokens/s", "a measured run's closed-loop output tokens/s per "
+       "GPU: clients x osl / ((measured_ttft_mean_s + (osl - 1) measured_tpot_mean_s) x gpus)",
+       "plan_regret.add_rates"),
+    _m("predicted_output_tokens_per_s_per_gpu", "tokens/s", "the same from predicted_ttft_mean_s and "
+       "predicted_tpot_mean_s", "plan_regret.add_rates"),
+    _m("best_output_tokens_per_s_per_gpu", "tokens/s", "the largest measured_output_tokens_per_s_per_gpu of a "
+       "group's runs at the per-user speed floor", "plan_regret.Choice", "plan_regret.score_groups"),
+    _m("pick_predicted_output_tokens_per_s_per_gpu", "tokens/s", "predicted_output_tokens_per_s_per_gpu of "
+       "the row the predictions rank first at the floor", "plan_regret.Choice", "plan_regret.score_groups"),
+    _m("pick_output_tokens_per_s_per_gpu", "tokens/s", "the best measured_output_tokens_per_s_per_gpu of the "
+       "picked configuration at the floor (0: none of its runs keeps the floor)", "plan_regret.Choice",
+       "plan_regret.score_groups"),
     # ---- validation: errors of the predictions against measurements
     _m("rows", "1", "rows of the measurement file", "validate"),
     _m("predicted", "1", "rows predicted", "validate"),
@@ -428,6 +442,12 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
      "validate --out, ValidationRun.predictions/open_loop, ServingProblem.predictions(), map_rows, "
      "cross_validate (they are means over requests); plan_regret's add_rates/choose/score_groups and "
      "the scripts reading an older CSV still accept the old names, with a DeprecationWarning"),
+    ("measured_tps_gpu, predicted_tps_gpu",
+     "measured_output_tokens_per_s_per_gpu, predicted_output_tokens_per_s_per_gpu", "plan_regret.add_rates"),
+    ("best_tps_gpu, pick_predicted_tps_gpu, pick_tps_gpu",
+     "best_output_tokens_per_s_per_gpu, pick_predicted_output_tokens_per_s_per_gpu, "
+     "pick_output_tokens_per_s_per_gpu",
+     "plan_regret.Choice (the old attributes still answer, with a DeprecationWarning) and score_groups columns"),
     ("speedup", "tokens_per_step_multiplier",
      "claim files (a baseline/candidate key, an unknown's path) and claim output; the old key is still read, "
      "with a DeprecationWarning (speedup now only names scaling_curve's TPOT ratio)"),
@@ -453,7 +473,10 @@ DEPRECATED_ATTRIBUTES = {"per_device_tokens_per_s": "output_tokens_per_s_per_dev
 DEPRECATED_FIELDS = {"SteadyState": {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_mean_s", "e2e_s": "e2e_mean_s",
                                      "n_decode": "decode_batch_mean"},
                      "SimulationResult": {"ttft_s": "request_ttft_s", "tpot_s": "request_tpot_s",
-                                          "e2e_s": "request_e2e_s"}}
+                                          "e2e_s": "request_e2e_s"},
+                     "Choice": {"best_tps_gpu": "best_output_tokens_per_s_per_gpu",
+                                "pick_predicted_tps_gpu": "pick_predicted_output_tokens_per_s_per_gpu",
+                                "pick_tps_gpu": "pick_output_tokens_per_s_per_gpu"}}
 
 
 def deprecated_attribute(owner: str, old: str) -> str:

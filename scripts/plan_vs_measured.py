@@ -92,9 +92,9 @@ def group_table(scored: dict[str, pd.DataFrame]) -> list[dict]:
             "ISL/OSL": f"{int(r['isl'])}/{int(r['osl'])}", "runs": r["rows"],
             "configs (at floor)": f"{r['configs']} ({r['configs_at_floor']})",
             "floor tok/s/user": round(r["floor"], 1), "measured best": r["best_config"],
-            "best tok/s/GPU": round(r["best_tps_gpu"], 1), "plan's pick": r["pick_config"] or "(none)",
-            "pick predicted tok/s/GPU": round(r["pick_predicted_tps_gpu"], 1),
-            "pick measured tok/s/GPU": round(r["pick_tps_gpu"], 1),
+            "best tok/s/GPU": round(r["best_output_tokens_per_s_per_gpu"], 1), "plan's pick": r["pick_config"] or "(none)",
+            "pick predicted tok/s/GPU": round(r["pick_predicted_output_tokens_per_s_per_gpu"], 1),
+            "pick measured tok/s/GPU": round(r["pick_output_tokens_per_s_per_gpu"], 1),
             "regret %": round(r["regret_pct"], 1),
             "regret % (preset)": None if preset is None else round(float(preset["regret_pct"]), 1)})
     return out

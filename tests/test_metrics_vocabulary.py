@@ -310,7 +310,7 @@ def test_old_validation_columns_are_read_with_a_warning():
     assert [w.filename for w in rec] == [__file__]                     # one warning, at the caller's line
     want = add_rates(new)
     # x = C O / ((TTFT + (O - 1) TPOT) G): row a measured 4 * 101 / ((0.5 + 100 * 0.01) * 1) = 269.33 tok/s/GPU
-    assert want["measured_tps_gpu"].iloc[0] == pytest.approx(4 * 101 / 1.5)
+    assert want["measured_output_tokens_per_s_per_gpu"].iloc[0] == pytest.approx(4 * 101 / 1.5)
     pd.testing.assert_frame_equal(got, want)
 
 

@@ -49,9 +49,9 @@ def test_pick_with_regret_under_ten_percent():
     # floor 40: measured best A (a2, 440); predictions rank B first (b2, 880), B's best run at the
     # floor measures 400 (b2 itself measures 33 tok/s/user): regret 1 - 400/440 = 9.09 %
     c = choose(fixture(), 40.0)
-    assert (c.best_config, c.best_tps_gpu) == ("A", pytest.approx(440.0))
-    assert (c.pick_config, c.pick_predicted_tps_gpu, c.pick_tps_gpu) == ("B", pytest.approx(880.0),
-                                                                          pytest.approx(400.0))
+    assert (c.best_config, c.best_output_tokens_per_s_per_gpu) == ("A", pytest.approx(440.0))
+    assert (c.pick_config, c.pick_predicted_output_tokens_per_s_per_gpu, c.pick_output_tokens_per_s_per_gpu) == (
+        "B", pytest.approx(880.0), pytest.approx(400.0))
     assert c.regret_pct == pytest.approx(100.0 / 11.0)
     assert (c.configs, c.configs_at_floor, c.pick_rank) == (3, 3, 2)
     assert c.best_speed == c.best_predicted_speed == pytest.approx(50.0)   # a2, predicted as measured
@@ -69,7 +69,7 @@ def test_pick_without_a_measured_run_at_the_floor_has_full_regret():
     df = fixture()
     df.loc[df["id"] == "c1", ["predicted_ttft_mean_s", "predicted_tpot_mean_s"]] = [0.10, 0.010]
     c = choose(df, 70.0)
-    assert (c.pick_config, c.pick_tps_gpu, c.pick_rank) == ("C", 0.0, 0)
+    assert (c.pick_config, c.pick_output_tokens_per_s_per_gpu, c.pick_rank) == ("C", 0.0, 0)
     assert c.pick_max_speed == pytest.approx(1 / 0.015)
     assert (c.best_config, c.regret_pct) == ("B", pytest.approx(100.0))
 
@@ -78,7 +78,7 @@ def test_no_prediction_at_the_floor_and_no_measurement_at_the_floor():
     df = fixture().assign(predicted_ttft_mean_s=NAN, predicted_tpot_mean_s=NAN)
     c = choose(df, 40.0)
     assert (c.pick_config, c.regret_pct, c.pick_rank) == ("", pytest.approx(100.0), 0)
-    assert np.isnan(c.pick_predicted_tps_gpu)
+    assert np.isnan(c.pick_predicted_output_tokens_per_s_per_gpu)
     assert choose(fixture(), 200.0) is None
 
 
@@ -121,3 +121,19 @@ def test_e2e_speed_counts_the_wait_for_the_first_token():
     assert choose(fixture(), 45.0, speed="e2e").best_config == "B"
     with pytest.raises(ConfigError, match="speed"):
         add_rates(fixture(), "ttft")
+
+
+def test_old_throughput_names_warn_and_give_the_same_numbers():
+    """The per-GPU throughputs are named by the glossary's pattern (output_tokens_per_s_per_gpu); Choice's
+    old attributes still answer, with a DeprecationWarning."""
+    rates = add_rates(fixture())
+    assert rates["measured_output_tokens_per_s_per_gpu"].tolist()[:2] == pytest.approx([220.0, 440.0])
+    assert not {"measured_tps_gpu", "predicted_tps_gpu"} & set(rates.columns)
+    c = choose(fixture(), 40.0)
+    for old, new in (("best_tps_gpu", "best_output_tokens_per_s_per_gpu"),
+                     ("pick_predicted_tps_gpu", "pick_predicted_output_tokens_per_s_per_gpu"),
+                     ("pick_tps_gpu", "pick_output_tokens_per_s_per_gpu")):
+        with pytest.warns(DeprecationWarning, match=f"Choice.{old} is deprecated, use Choice.{new}"):
+            assert getattr(c, old) == getattr(c, new)
+    scored, _ = score_groups(fixture())
+    assert "pick_output_tokens_per_s_per_gpu" in scored.columns and "pick_tps_gpu" not in scored.columns

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..metrics_vocabulary import deprecated_property
 from .metrics import current_columns
 
 #: Columns :func:`choose` and :func:`score_groups` need.
@@ -68,8 +69,9 @@ def throughput_per_gpu(ttft_s, tpot_s, clients, osl, gpus) -> np.ndarray:
 
 
 def add_rates(rows: pd.DataFrame, speed: str = "tpot") -> pd.DataFrame:
-    """``rows`` with ``{measured,predicted}_speed`` [tokens/s per user] and ``{measured,predicted}_tps_gpu``
-    (:func:`throughput_per_gpu`); NaN where a prediction is missing. ``speed``: ``tpot`` (1/TPOT) or
+    """``rows`` with ``{measured,predicted}_speed`` [tokens/s per user] and
+    ``{measured,predicted}_output_tokens_per_s_per_gpu`` (:func:`throughput_per_gpu`); NaN where a prediction
+    is missing. ``speed``: ``tpot`` (1/TPOT) or
     ``e2e`` (OSL / (TTFT + (OSL - 1) TPOT))."""
     if speed not in SPEEDS:
         raise ConfigError(f"speed: expected one of {', '.join(SPEEDS)}, got {speed!r}")
@@ -82,8 +84,8 @@ def add_rates(rows: pd.DataFrame, speed: str = "tpot") -> pd.DataFrame:
         tpot, osl = out[f"{kind}_tpot_mean_s"].to_numpy(float), out["osl"].to_numpy(float)
         e2e = out[f"{kind}_ttft_mean_s"].to_numpy(float) + (osl - 1.0) * tpot
         out[f"{kind}_speed"] = 1.0 / tpot if speed == "tpot" else osl / e2e
-        out[f"{kind}_tps_gpu"] = throughput_per_gpu(out[f"{kind}_ttft_mean_s"], tpot, out["clients"], out["osl"],
-                                                    out["gpus"])
+        out[f"{kind}_output_tokens_per_s_per_gpu"] = throughput_per_gpu(
+            out[f"{kind}_ttft_mean_s"], tpot, out["clients"], out["osl"], out["gpus"])
     return out
 
 
@@ -139,7 +141,7 @@ class Choice:
         Configurations with at least one measured run at or above the floor.
     best_config : str
         Configuration of the measured best.
-    best_tps_gpu : float
+    best_output_tokens_per_s_per_gpu : float
         Measured best throughput at the floor [tokens/s per GPU].
     best_speed : float
         Measured per-user speed of the measured best run [tokens/s per user].
@@ -148,9 +150,9 @@ class Choice:
         below the floor, the plan cannot choose that run.
     pick_config : str
         Configuration the predictions rank first ('' when no predicted row meets the floor).
-    pick_predicted_tps_gpu : float
+    pick_predicted_output_tokens_per_s_per_gpu : float
         Predicted throughput of the pick's row [tokens/s per GPU] (NaN without a pick).
-    pick_tps_gpu : float
+    pick_output_tokens_per_s_per_gpu : float
         Best measured throughput of the pick's configuration at the floor [tokens/s per GPU] (0 when
         none of its runs meets the floor or there is no pick).
     pick_rank : int
@@ -160,22 +162,31 @@ class Choice:
         Fastest measured per-user speed of any run of the pick's configuration [tokens/s per user]
         (NaN without a pick): how far below the floor a pick that misses it stays.
     regret_pct : float
-        :math:`100\\,(1 - \\mathrm{pick\\_tps\\_gpu} / \\mathrm{best\\_tps\\_gpu})` [%].
+        :math:`100\\,(1 - x_\\mathrm{pick} / x_\\mathrm{best})` [%], :math:`x_\\mathrm{pick}` =
+        ``pick_output_tokens_per_s_per_gpu``, :math:`x_\\mathrm{best}` = ``best_output_tokens_per_s_per_gpu``.
+
+    The old field names ``best_tps_gpu``, ``pick_predicted_tps_gpu`` and ``pick_tps_gpu`` still answer for
+    one release, with a DeprecationWarning.
     """
 
     floor: float
     configs: int
     configs_at_floor: int
     best_config: str
-    best_tps_gpu: float
+    best_output_tokens_per_s_per_gpu: float
     best_speed: float
     best_predicted_speed: float
     pick_config: str
-    pick_predicted_tps_gpu: float
-    pick_tps_gpu: float
+    pick_predicted_output_tokens_per_s_per_gpu: float
+    pick_output_tokens_per_s_per_gpu: float
     pick_rank: int
     pick_max_speed: float
     regret_pct: float
+
+    # the old names, for one release (a DeprecationWarning each time)
+    best_tps_gpu = deprecated_property("Choice", "best_tps_gpu")
+    pick_predicted_tps_gpu = deprecated_property("Choice", "pick_predicted_tps_gpu")
+    pick_tps_gpu = deprecated_property("Choice", "pick_tps_gpu")
 
 
 def choose(rows: pd.DataFrame, floor: float, speed: str = "tpot") -> Choice | None:
@@ -200,24 +211,26 @@ def choose(rows: pd.DataFrame, floor: float, speed: str = "tpot") -> Choice | No
     at_floor = r[r["measured_speed"] >= floor]
     if at_floor.empty:
         return None
-    per_config = at_floor.groupby("config", sort=False)["measured_tps_gpu"].max().sort_values(
+    measured_x, predicted_x = "measured_output_tokens_per_s_per_gpu", "predicted_output_tokens_per_s_per_gpu"
+    per_config = at_floor.groupby("config", sort=False)[measured_x].max().sort_values(
         ascending=False, kind="stable")
     best_config, best = str(per_config.index[0]), float(per_config.iloc[0])
-    best_row = at_floor.loc[at_floor["measured_tps_gpu"].idxmax()]
-    feasible = r[(r["predicted_speed"] >= floor) & np.isfinite(r["predicted_tps_gpu"])]
+    best_row = at_floor.loc[at_floor[measured_x].idxmax()]
+    feasible = r[(r["predicted_speed"] >= floor) & np.isfinite(r[predicted_x])]
     if feasible.empty:
         pick, predicted, measured, rank, fastest = "", float("nan"), 0.0, 0, float("nan")
     else:
-        row = feasible.loc[feasible["predicted_tps_gpu"].idxmax()]
-        pick, predicted = str(row["config"]), float(row["predicted_tps_gpu"])
+        row = feasible.loc[feasible[predicted_x].idxmax()]
+        pick, predicted = str(row["config"]), float(row[predicted_x])
         measured = float(per_config.get(pick, 0.0))
         rank = int(np.flatnonzero(per_config.index == pick)[0]) + 1 if pick in per_config.index else 0
         fastest = float(r.loc[r["config"] == pick, "measured_speed"].max())
     return Choice(floor=float(floor), configs=int(r["config"].nunique()), configs_at_floor=len(per_config),
-                  best_config=best_config, best_tps_gpu=best,
+                  best_config=best_config, best_output_tokens_per_s_per_gpu=best,
                   best_speed=float(best_row["measured_speed"]),
-                  best_predicted_speed=float(best_row["predicted_speed"]), pick_config=pick, pick_predicted_tps_gpu=predicted,
-                  pick_tps_gpu=measured, pick_rank=rank, pick_max_speed=fastest, regret_pct=100.0 * (1.0 - measured / best))
+                  best_predicted_speed=float(best_row["predicted_speed"]), pick_config=pick,
+                  pick_predicted_output_tokens_per_s_per_gpu=predicted, pick_output_tokens_per_s_per_gpu=measured,
+                  pick_rank=rank, pick_max_speed=fastest, regret_pct=100.0 * (1.0 - measured / best))
 
 
 def _cell(value) -> str:
