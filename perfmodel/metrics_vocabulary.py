@@ -312,6 +312,9 @@ _ENTRIES: list[Metric] = [
        "ValidationRun"),
     _m("predicted_tpot_mean_ci_pct", "%", "open loop: the same for predicted_tpot_mean_s", "validate --out",
        "ValidationRun"),
+    _m("ttft_mean_ci_pct", "%", "half-width of the 95 % confidence interval of ttft_mean_s over an open-loop "
+       "row's seeded simulations, in percent of it", "OpenLoopPrediction"),
+    _m("tpot_mean_ci_pct", "%", "the same for tpot_mean_s", "OpenLoopPrediction"),
     _m("replications", "1", "open loop: seeded simulations averaged for a run", "validate --out",
        "ValidationRun"),
     _m("simulated_requests", "1", "open loop: requests per simulation of a run", "validate --out",
@@ -453,6 +456,9 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
      "with a DeprecationWarning (speedup now only names scaling_curve's TPOT ratio)"),
     ("predicted_ttft_ci_pct, predicted_tpot_ci_pct", "predicted_ttft_mean_ci_pct, predicted_tpot_mean_ci_pct",
      "validate --out (open-loop rows)"),
+    ("ci_ttft_pct, ci_tpot_pct", "ttft_mean_ci_pct, tpot_mean_ci_pct",
+     "OpenLoopPrediction (validation.predict_openloop.simulate_row; the old attributes still answer, with a "
+     "DeprecationWarning)"),
     ("formats", "weights, activations, kv_cache",
      "simulate, max-load JSON and CSV: the label (\"w:fp8 a:fp8 kv:fp8\") became three keys "
      "(prefill_weights... and decode_weights... when the P/D pools differ)"),
@@ -474,6 +480,7 @@ DEPRECATED_FIELDS = {"SteadyState": {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_me
                                      "n_decode": "decode_batch_mean"},
                      "SimulationResult": {"ttft_s": "request_ttft_s", "tpot_s": "request_tpot_s",
                                           "e2e_s": "request_e2e_s"},
+                     "OpenLoopPrediction": {"ci_ttft_pct": "ttft_mean_ci_pct", "ci_tpot_pct": "tpot_mean_ci_pct"},
                      "Choice": {"best_tps_gpu": "best_output_tokens_per_s_per_gpu",
                                 "pick_predicted_tps_gpu": "pick_predicted_output_tokens_per_s_per_gpu",
                                 "pick_tps_gpu": "pick_output_tokens_per_s_per_gpu"}}

@@ -273,8 +273,12 @@ def test_simulation_is_seeded_and_states_its_confidence(replica):
     sm, engine = replica
     a = simulate_row(sm, engine, 512, 64, 5.0, 1.0, requests=150)
     assert a == simulate_row(sm, engine, 512, 64, 5.0, 1.0, requests=150)
-    assert a.replications == 8 or max(a.ci_ttft_pct, a.ci_tpot_pct) <= 5.0
-    assert 0 < a.ci_ttft_pct < 100 and 0 < a.ci_tpot_pct < 100
+    assert a.replications == 8 or max(a.ttft_mean_ci_pct, a.tpot_mean_ci_pct) <= 5.0
+    assert 0 < a.ttft_mean_ci_pct < 100 and 0 < a.tpot_mean_ci_pct < 100
+    for old, new in (("ci_ttft_pct", "ttft_mean_ci_pct"), ("ci_tpot_pct", "tpot_mean_ci_pct")):   # old names
+        with pytest.warns(DeprecationWarning, match=f"OpenLoopPrediction.{old} is deprecated, use "
+                                                    f"OpenLoopPrediction.{new}"):
+            assert getattr(a, old) == getattr(a, new)
 
 
 def test_two_replicas_at_twice_the_rate_wait_no_longer_than_one(replica):
@@ -284,7 +288,7 @@ def test_two_replicas_at_twice_the_rate_wait_no_longer_than_one(replica):
     one = simulate_row(sm, engine, 1024, 128, 20.0, 1.0, requests=200)
     two = simulate_row(sm, engine, 1024, 128, 40.0, 1.0, replicas=2, requests=400)
     assert two.rate_requests_per_s == pytest.approx(40.0, rel=0.1)
-    assert two.ttft_mean_s <= one.ttft_mean_s * (1 + (one.ci_ttft_pct + two.ci_ttft_pct) / 100)
+    assert two.ttft_mean_s <= one.ttft_mean_s * (1 + (one.ttft_mean_ci_pct + two.ttft_mean_ci_pct) / 100)
 
 
 def test_disaggregated_open_loop_row_at_low_rate_is_prefill_transfer_and_request_terms():

@@ -43,6 +43,7 @@ import pandas as pd
 
 from ..engine.speculative import parse_spec_decode
 from ..errors import PerfmodelError
+from ..metrics_vocabulary import deprecated_property
 from ..progress import Bar
 from .metrics import add_errors, by_group, summarize
 from .predict_disagg import NO_KV_REASON
@@ -72,7 +73,10 @@ OPEN_GROUPS = ("arrival_process", "system", "model", "backend")
 class OpenLoopPrediction:
     """Simulated means of one open-loop row over its replications (times in seconds).
 
-    ``ci_*_pct``: half-width of the 95 % confidence interval of the mean, percent of the mean;
+    ``ttft_mean_ci_pct``, ``tpot_mean_ci_pct``: half-width of the 95 % confidence interval of
+    ``ttft_mean_s`` / ``tpot_mean_s`` over the replications, percent of that mean (validate's
+    ``predicted_*_mean_ci_pct``; the old names ``ci_ttft_pct``/``ci_tpot_pct`` still answer for one
+    release, with a DeprecationWarning);
     ``rate_requests_per_s``: arrivals per second the simulation sent (over all replicas); ``requests_per_s``:
     completions per second from the first arrival to the last completion (below the rate when the
     deployment cannot keep up, and by the final drain in a short run); ``peak_in_flight``: the most
@@ -81,13 +85,17 @@ class OpenLoopPrediction:
 
     ttft_mean_s: float
     tpot_mean_s: float
-    ci_ttft_pct: float
-    ci_tpot_pct: float
+    ttft_mean_ci_pct: float
+    tpot_mean_ci_pct: float
     replications: int
     requests: int
     rate_requests_per_s: float
     requests_per_s: float
     peak_in_flight: int
+
+    # the old names, for one release (a DeprecationWarning each time)
+    ci_ttft_pct = deprecated_property("OpenLoopPrediction", "ci_ttft_pct")
+    ci_tpot_pct = deprecated_property("OpenLoopPrediction", "ci_tpot_pct")
 
 
 def _half_width_pct(values: np.ndarray) -> float:
@@ -283,8 +291,8 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
                     "requests in flight simulated without it), and the simulator has no client-side cap")})
                 continue
             out.append({**r.to_dict(), "predicted_ttft_mean_s": p.ttft_mean_s,
-                        "predicted_tpot_mean_s": p.tpot_mean_s, "predicted_ttft_mean_ci_pct": p.ci_ttft_pct,
-                        "predicted_tpot_mean_ci_pct": p.ci_tpot_pct, "replications": p.replications,
+                        "predicted_tpot_mean_s": p.tpot_mean_s, "predicted_ttft_mean_ci_pct": p.ttft_mean_ci_pct,
+                        "predicted_tpot_mean_ci_pct": p.tpot_mean_ci_pct, "replications": p.replications,
                         "simulated_requests": p.requests, "simulated_rate_requests_per_s": p.rate_requests_per_s,
                         "simulated_requests_per_s": p.requests_per_s,
                         "simulated_peak_in_flight": p.peak_in_flight})
