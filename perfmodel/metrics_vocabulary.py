@@ -94,7 +94,9 @@ _ENTRIES: list[Metric] = [
        "estimate"),
     _m("rate", "requests/s", "offered open-loop arrival rate (Poisson), named as the --rate flag",
        "estimate"),
-    _m("rate_requests_per_s", "requests/s", "target arrival rate the plan is sized for", "plan"),
+    _m("rate_requests_per_s", "requests/s", "offered arrival rate over all replicas. plan: the target the plan "
+       "is sized for; a measurement table's open-loop rows (validate --out, map_rows): the measured run's mean "
+       "arrival rate", "plan", "validate --out"),
     _m("isl_mean", "1", "mean input tokens per request of the workload", "plan"),
     _m("osl_mean", "1", "mean output tokens per request of the workload", "plan"),
     _m("max_replicas", "1", "most replicas a plan may use", "plan"),
@@ -421,6 +423,10 @@ RENAMED: tuple[tuple[str, str, str], ...] = (
     ("per_replica_max_rps", "max_requests_per_s_per_replica", "plan"),
     ("per_replica_steady_state_rps", "steady_state_requests_per_s_per_replica", "plan"),
     ("rate_rps", "rate_requests_per_s", "plan inputs"),
+    ("request_rate_rps", "rate_requests_per_s",
+     "measurement tables' open-loop column (validate --data, map_rows, validate --out, the importers' "
+     "results); a table with the old column is still read, with a DeprecationWarning (a note on stderr from "
+     "perfmodel validate)"),
     ("concurrency", "sequences", "sweep JSON/CSV/--out and pm.sweep frames (dp x batch of static batches, not "
      "closed-loop clients); the flag is --sequences and the keyword sequences=: --concurrency (a note on "
      "stderr) and concurrency= (a DeprecationWarning) are still read"),
@@ -606,7 +612,7 @@ def glossary_md() -> str:
         "`throughput_output_tokens_per_s` and `SimulationResult.ttft_s`/`tpot_s`/`e2e_s` still answer, "
         "with a `DeprecationWarning`, for one release; so do "
         "`pm.sweep(concurrency=)` (`perfmodel sweep --concurrency` with a note on stderr), a claim file's "
-        "`speedup` key and, in `plan_regret.add_rates`/`choose`/`score_groups` and the scripts "
+        "`speedup` key, a measurement table's `request_rate_rps` column and, in `plan_regret.add_rates`/`choose`/`score_groups` and the scripts "
         "reading a saved prediction table, the old `predicted_*_s`/`measured_*_s` columns):\n",
         renames_table() + "\n",
     ])

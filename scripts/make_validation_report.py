@@ -349,7 +349,7 @@ def _open_loop_section(tables: dict) -> str:
               for (_, r), w in zip(p.iterrows(), in_flight, strict=True)]
     rows = [{"run": r["id"], "engine": r["backend"],
              "GPUs (layout)": f"{r['replicas'] * r['tp']} (TP{r['tp']} × {r['replicas']})",
-             "rate req/s": r["request_rate_rps"],
+             "rate req/s": r["rate_requests_per_s"],
              "TTFT ms measured": 1e3 * r["measured_ttft_mean_s"], "TTFT ms predicted": 1e3 * r["predicted_ttft_mean_s"],
              "TPOT ms measured": 1e3 * r["measured_tpot_mean_s"], "TPOT ms predicted": 1e3 * r["predicted_tpot_mean_s"],
              "TPOT ms, static batch of λ·W / replicas": t, "in flight measured (λ·W)": float(w),
@@ -652,7 +652,7 @@ perfmodel validate --data reports-20260101-000000/ --hardware b200 --engine trtl
 (a GuideLLM report gives one row per benchmark, an inference-perf report folder one per
 `stage_N_lifecycle_metrics.json`, whose load type is read from the `config.yaml` beside them, else
 `--arrival-process`, else the tool's default `constant`), or give a
-`serving_measured.csv`-schema table the columns `arrival` = `open`, `request_rate_rps`,
+`serving_measured.csv`-schema table the columns `arrival` = `open`, `rate_requests_per_s`,
 `arrival_process` (`poisson`, `gamma` with `arrival_cv`, `constant`), `replicas`, `requests` and
 `max_concurrency` (meanings in `perfmodel/validation/arrivals.py`; field sources per tool in
 `perfmodel/validation/openloop_import.py`). Each open-loop row is simulated

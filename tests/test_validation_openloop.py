@@ -100,18 +100,18 @@ def files(tmp_path):
 
 def test_each_format_reads_rate_and_arrival_process(files):
     v = read_results(files["vllm"])[0]
-    assert (v["arrival"], v["request_rate_rps"], v["arrival_process"]) == ("open", 4.0, "gamma")
+    assert (v["arrival"], v["rate_requests_per_s"], v["arrival_process"]) == ("open", 4.0, "gamma")
     assert v["arrival_cv"] == pytest.approx(2.0) and v["requests"] == N   # burstiness 0.25: CV 1/sqrt(0.25)
     a = read_results(files["aiperf"])[0]
-    assert (a["arrival"], a["request_rate_rps"], a["arrival_process"], a["requests"]) == ("open", 3.0, "constant", N)
+    assert (a["arrival"], a["rate_requests_per_s"], a["arrival_process"], a["requests"]) == ("open", 3.0, "constant", N)
     g = read_results(files["guidellm"])
     assert [r["arrival"] for r in g] == ["closed", "open", "open", "open"]
-    assert g[0]["concurrency"] == 1 and (g[1]["arrival_process"], g[1]["request_rate_rps"]) == ("poisson", 2.0)
+    assert g[0]["concurrency"] == 1 and (g[1]["arrival_process"], g[1]["rate_requests_per_s"]) == ("poisson", 2.0)
     assert g[1]["tpot_ms"] == 8.0 and g[1]["isl"] == 1024 and g[1]["model"] == MODEL   # ITL, not TPOT-with-first
-    assert math.isnan(g[3]["request_rate_rps"]) and g[3]["arrival_process"] == "throughput"
+    assert math.isnan(g[3]["rate_requests_per_s"]) and g[3]["arrival_process"] == "throughput"
     i = read_results(files["inference-perf"])[0]
     assert (i["ttft_ms"], i["tpot_ms"]) == (pytest.approx(72.0), pytest.approx(8.8))
-    assert (i["request_rate_rps"], i["arrival_process"], i["requests"]) == (5.0, "poisson", N)   # config.yaml
+    assert (i["rate_requests_per_s"], i["arrival_process"], i["requests"]) == (5.0, "poisson", N)   # config.yaml
     assert read_results(files["inference-perf-bare"])[0]["arrival_process"] == "constant"    # tool default
     assert read_results(files["inference-perf-bare"], "poisson")[0]["arrival_process"] == "poisson"
 
@@ -126,14 +126,14 @@ def test_guidellm_v0_3_layout(tmp_path):
     p = tmp_path / "old.json"
     p.write_text(json.dumps({"benchmarks": [b]}))
     r = read_results(p)[0]
-    assert (r["request_rate_rps"], r["arrival_process"], r["requests"], r["model"]) == (1.5, "poisson", N, MODEL)
+    assert (r["rate_requests_per_s"], r["arrival_process"], r["requests"], r["model"]) == (1.5, "poisson", N, MODEL)
 
 
 def test_closed_loop_files_stay_closed(tmp_path):
     p = tmp_path / "closed.json"
     p.write_text(json.dumps(dict(VLLM, request_rate="inf", max_concurrency=16)))
     row = import_results([p], DEP).iloc[0]
-    assert row["arrival"] == "closed" and row["batch_size"] == 16 and row["request_rate_rps"] == ""
+    assert row["arrival"] == "closed" and row["batch_size"] == 16 and row["rate_requests_per_s"] == ""
 
 
 def test_round_trip_every_format_predicts_finite_at_the_recorded_rate(files):
@@ -154,7 +154,7 @@ def test_round_trip_every_format_predicts_finite_at_the_recorded_rate(files):
     for _, r in p.iterrows():
         cv = {"poisson": 1.0, "gamma": 2.0, "constant": CONSTANT_CV}[r["arrival_process"]]
         se = cv / math.sqrt((r["simulated_requests"] - 1) * r["replications"])
-        assert r["simulated_rate_requests_per_s"] == pytest.approx(r["request_rate_rps"], rel=4 * se + 0.01), r["id"]
+        assert r["simulated_rate_requests_per_s"] == pytest.approx(r["rate_requests_per_s"], rel=4 * se + 0.01), r["id"]
         assert r["simulated_requests"] == N and 3 <= r["replications"] <= 8
     assert set(p["id"]).isdisjoint(run.predictions["id"])     # never mixed into the closed-loop figures
 
@@ -185,11 +185,11 @@ def test_closed_loop_mapping_never_answers_for_open_rows(files):
     mapped, skipped = map_rows(rows)
     assert mapped.empty and list(skipped["reason"]) == [OPEN_LOOP_SKIP]
     mapped, skipped = map_rows(rows, arrival="open")
-    assert skipped.empty and mapped.iloc[0]["request_rate_rps"] == 4.0 and np.isnan(mapped.iloc[0]["concurrency"])
+    assert skipped.empty and mapped.iloc[0]["rate_requests_per_s"] == 4.0 and np.isnan(mapped.iloc[0]["concurrency"])
 
 
 @pytest.mark.parametrize(("column", "value", "why"), [
-    ("request_rate_rps", "fast", "request_rate_rps='fast' is not a finite rate > 0"),
+    ("rate_requests_per_s", "fast", "rate_requests_per_s='fast' is not a finite rate > 0"),
     ("arrival_process", "bursty", "arrival_process='bursty' is not simulated"),
     ("arrival_cv", "", "arrival_cv=None is not a number > 0"),
     ("replicas", 1.5, "replicas=1.5 is not an integer >= 1"),
@@ -301,7 +301,7 @@ def test_disaggregated_open_loop_row_at_low_rate_is_prefill_transfer_and_request
 
     df = pd.read_csv("perfmodel/data/validation/serving_measured.csv")
     row = df[(df.model_path == "Qwen/Qwen3-32B") & (df["mode"] == "disagg") & df.prefill_num_workers.notna()].head(1)
-    row = row.assign(arrival="open", request_rate_rps=0.05, arrival_process="poisson", requests=40)
+    row = row.assign(arrival="open", rate_requests_per_s=0.05, arrival_process="poisson", requests=40)
     p = validate_serving(row).open_loop.iloc[0]
     m = map_rows(row, arrival="open")[0].iloc[0]
     decode_key, prefill_key = pool_keys(m)
@@ -347,7 +347,7 @@ def test_an_inference_perf_report_folder_gives_one_row_per_stage(files, tmp_path
     o = json.loads(capsys.readouterr().out)["open_loop"]
     assert (o["rows"], o["predicted"]) == (2, 2)
     run = validate_file(folder, deployment=DEP.__class__(**{**DEP.__dict__, "model": MODEL}))
-    assert list(run.open_loop["request_rate_rps"]) == [5.0, 0.5]                    # by stage number
+    assert list(run.open_loop["rate_requests_per_s"]) == [5.0, 0.5]                    # by stage number
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(PerfmodelError, match="stage_N_lifecycle_metrics.json files; found none"):

@@ -25,7 +25,7 @@ def test_good_burstiness_gives_the_gap_cv(value, process, cv):
     data = {"request_rate": 2.0, "completed": 100} | ({} if value is None else {"burstiness": value})
     out = vllm_arrival(data)
     assert out["arrival_process"] == process and math.isclose(out["arrival_cv"], cv)
-    assert out["request_rate_rps"] == 2.0 and out["requests"] == 100
+    assert out["rate_requests_per_s"] == 2.0 and out["requests"] == 100
 
 
 @pytest.mark.parametrize("strategy", [{"type_": "poisson"}, {"type_": "constant", "rate": "fast"}])

@@ -12,7 +12,9 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..tables import (  # noqa: F401 (the table layout, re-exported for the commands)
@@ -171,6 +173,25 @@ def checkpoint_note(model: str | None, weights: str | None) -> str | None:
         return (f"note: {model} ships MXFP4 experts; --weights {asked} costs NVFP4 kernels, --weights mxfp4 "
                 "the checkpoint's own MoE kernels (MXFP8 activations on Blackwell, bf16 on Hopper)")
     return None
+
+
+@contextmanager
+def deprecations_as_notes(command: str) -> Iterator[None]:
+    """Run the block with every :class:`DeprecationWarning` it raises (an input file's old names) printed
+    once each as a note on stderr, ``perfmodel COMMAND: note: ...``, where a command-line user sees it
+    (Python hides DeprecationWarnings outside ``__main__``); other warnings are shown as usual."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        try:
+            yield
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                if not issubclass(w.category, DeprecationWarning):
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+                elif str(w.message) not in seen:
+                    seen.add(str(w.message))
+                    print(f"perfmodel {command}: note: {w.message}", file=sys.stderr)
 
 
 def print_notes(*notes: str | None) -> None:

@@ -11,9 +11,6 @@ Examples::
 
 from __future__ import annotations
 
-import sys
-import warnings
-
 from ..errors import ConfigError, unknown_name
 from .argtypes import (
     FRACTION,
@@ -32,6 +29,7 @@ from .output import (
     add_format_arg,
     add_quiet_arg,
     checkpoint_note,
+    deprecations_as_notes,
     emit,
     engine_note,
     format_table,
@@ -267,14 +265,8 @@ def run_claim(args) -> int:
         rows = [{"id": cid, "title": load_claim(cid).title} for cid in list_claims()]
         emit(args.format, table=lambda: print(format_table(rows)), rows=rows)
         return 0
-    with warnings.catch_warnings(record=True) as caught:   # a claim file's old keys: one note each
-        warnings.simplefilter("always", DeprecationWarning)
+    with deprecations_as_notes("claim"):   # a claim file's old keys: one note each
         r = check_claim(args.claim, points=args.points)
-    for w in caught:
-        if issubclass(w.category, DeprecationWarning):
-            print(f"perfmodel claim: note: {w.message}", file=sys.stderr)
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     emit(args.format, table=lambda: _claim_table(r), rows=lambda: _claim_rows(r), document=r.as_dict())
     return 0
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .argtypes import POSITIVE
 from .dtype_args import add_dtype_args
-from .output import add_format_arg, add_quiet_arg, emit, format_table, progress_of
+from .output import add_format_arg, add_quiet_arg, deprecations_as_notes, emit, format_table, progress_of
 
 #: --weights of a measured run: what the server was told, read as the measured rows' precision column.
 MEASURED_WEIGHTS_HELP = ("weight format the server ran: bf16, fp8, fp8_block, nvfp4 (fp4), int4_wo... (default: "
@@ -142,18 +142,19 @@ def run(args) -> int:
 
     from ..validation.run import validate_file
 
-    result = validate_file(args.data, efficiency=args.efficiency, engines=args.engines,
-                           deployment=_deployment(args), include_anomalous=args.include_anomalous,
-                           progress=progress_of(args))
+    with deprecations_as_notes("validate"):   # a measurement table's old column names: one note each
+        result = validate_file(args.data, efficiency=args.efficiency, engines=args.engines,
+                               deployment=_deployment(args), include_anomalous=args.include_anomalous,
+                               progress=progress_of(args))
+        if args.calibrate:
+            from ..calibration.engine_calibrate import calibrate_file
+
+            result.summary["calibration"] = calibrate_file(args.data, args.calibrate, efficiency=args.efficiency,
+                                                           deployment=_deployment(args))
     if args.out and (len(result.predictions) or len(result.open_loop)):
         parts = [result.predictions.assign(arrival="closed")] if len(result.predictions) else []
         parts += [result.open_loop.assign(arrival="open")] if len(result.open_loop) else []
         pd.concat(parts, ignore_index=True).to_csv(args.out, index=False)
-    if args.calibrate:
-        from ..calibration.engine_calibrate import calibrate_file
-
-        result.summary["calibration"] = calibrate_file(args.data, args.calibrate, efficiency=args.efficiency,
-                                                       deployment=_deployment(args))
 
     def table() -> None:
         _print_table(result)

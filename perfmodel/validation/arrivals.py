@@ -8,8 +8,10 @@ row of the shipped CSV):
     concurrency is ``batch_size`` per attention-DP rank, as before); ``open``: requests arrive at a
     fixed mean rate whatever the server does (``vllm bench serve --request-rate``, GuideLLM's
     ``poisson``/``constant`` strategies, inference-perf's rate stages, AIPerf ``--request-rate``).
-``request_rate_rps``
-    Open loop: mean arrival rate of the whole run, over all replicas [requests/s].
+``rate_requests_per_s``
+    Open loop: mean arrival rate of the whole run, over all replicas [requests/s] (the glossary's name
+    of an offered arrival rate; a table with the old column ``request_rate_rps`` is read, with a
+    DeprecationWarning: :func:`current_arrival_columns`).
 ``arrival_process``
     Open loop: ``poisson`` (exponential gaps), ``gamma`` (gamma-distributed gaps with coefficient
     of variation ``arrival_cv``; vLLM's ``--burstiness`` b gives CV = 1/sqrt(b)) or ``constant``
@@ -30,19 +32,38 @@ row of the shipped CSV):
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..deprecation import stacklevel_outside
+
 #: Columns describing the arrival process (all optional, see the module docstring).
-ARRIVAL_COLUMNS = ("arrival", "request_rate_rps", "arrival_process", "arrival_cv", "replicas", "requests",
+ARRIVAL_COLUMNS = ("arrival", "rate_requests_per_s", "arrival_process", "arrival_cv", "replicas", "requests",
                    "max_concurrency")
+#: Arrival columns renamed in this release (old -> new); :func:`current_arrival_columns` reads the old ones.
+RENAMED_ARRIVAL_COLUMNS = {"request_rate_rps": "rate_requests_per_s"}
 #: Open-loop arrival processes the simulator replays.
 PROCESSES = ("poisson", "gamma", "constant")
 #: Coefficient of variation the simulator's gamma gaps use for ``constant`` arrivals (it has no
 #: deterministic process): gaps within ±10 % of 1/rate at two standard deviations.
 CONSTANT_CV = 0.05
+
+
+def current_arrival_columns(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``df`` with the old arrival column names (:data:`RENAMED_ARRIVAL_COLUMNS`) replaced by the new ones,
+    after a :class:`DeprecationWarning` naming them; ``df`` itself when it has none. Where both names are
+    columns, the new one is kept and the old one dropped."""
+    old = [c for c in df.columns if c in RENAMED_ARRIVAL_COLUMNS]
+    if not old:
+        return df
+    warnings.warn(f"{where}: column(s) {old} renamed to {[RENAMED_ARRIVAL_COLUMNS[c] for c in old]} (an "
+                  "arrival rate in requests/s); the old names are read for one release", DeprecationWarning,
+                  stacklevel=stacklevel_outside())
+    twins = [c for c in old if RENAMED_ARRIVAL_COLUMNS[c] in df.columns]
+    return df.drop(columns=twins).rename(columns=RENAMED_ARRIVAL_COLUMNS)
 
 
 def open_loop_mask(df: pd.DataFrame) -> np.ndarray:
@@ -72,7 +93,7 @@ def row_arrival(row: dict) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``request_rate_rps`` [1/s], ``arrival_process``, ``arrival_cv`` (the CV the simulator uses:
+        ``rate_requests_per_s`` [1/s], ``arrival_process``, ``arrival_cv`` (the CV the simulator uses:
         1 for poisson, :data:`CONSTANT_CV` for constant), ``replicas`` (>= 1), ``requests`` (None when
         not recorded) and ``max_concurrency`` (None: no cap).
 
@@ -84,9 +105,9 @@ def row_arrival(row: dict) -> dict[str, Any]:
     process = str(_cell(row, "arrival_process") or "poisson").strip().lower()
     if process not in PROCESSES:
         raise ValueError(f"arrival_process={process!r} is not simulated (allowed: {', '.join(PROCESSES)})")
-    raw_rate, rate = _number(row, "request_rate_rps")
+    raw_rate, rate = _number(row, "rate_requests_per_s")
     if not (rate is not None and math.isfinite(rate) and rate > 0):
-        raise ValueError(f"request_rate_rps={raw_rate!r} is not a finite rate > 0 [requests/s]")
+        raise ValueError(f"rate_requests_per_s={raw_rate!r} is not a finite rate > 0 [requests/s]")
     cv = 1.0 if process == "poisson" else CONSTANT_CV
     if process == "gamma":
         raw_cv, cv = _number(row, "arrival_cv")
@@ -98,6 +119,6 @@ def row_arrival(row: dict) -> dict[str, Any]:
         if value is not None and not (math.isfinite(value) and value >= 1 and value == int(value)):
             raise ValueError(f"{name}={raw!r} is not an integer >= 1")
         counts[name] = None if value is None else int(value)
-    return {"request_rate_rps": rate, "arrival_process": process, "arrival_cv": cv,
+    return {"rate_requests_per_s": rate, "arrival_process": process, "arrival_cv": cv,
             "replicas": counts["replicas"] or 1, "requests": counts["requests"],
             "max_concurrency": counts["max_concurrency"]}

@@ -170,7 +170,7 @@ def read_results(path: str | Path, arrival_process: str | None = None) -> list[d
     """Means and run facts of every run in one result file (a GuideLLM report holds several).
 
     Each result has ``ttft_ms, tpot_ms, isl, osl, model, tool, format, arrival`` (``open`` or
-    ``closed``), ``concurrency`` (closed loop) or ``request_rate_rps, arrival_process, arrival_cv,
+    ``closed``), ``concurrency`` (closed loop) or ``rate_requests_per_s, arrival_process, arrival_cv,
     requests, max_concurrency`` (open loop). ``arrival_process``: see :class:`MeasuredDeployment`.
     """
     p = Path(path)
@@ -210,7 +210,7 @@ def to_measured_row(result: dict[str, Any], deployment: MeasuredDeployment, sour
     per_rank = conc / max(deployment.replicas, 1) / max(deployment.attention_dp, 1)
     mode = QUANT_MODE_OF_PRECISION.get(deployment.weights.lower(), "")
     isl, osl = round(float(result["isl"])), round(float(result["osl"]))
-    load = f"r{result['request_rate_rps']:g}" if open_loop else f"c{int(conc)}"
+    load = f"r{result['rate_requests_per_s']:g}" if open_loop else f"c{int(conc)}"
     bench = f"_b{result['benchmark']}" if "benchmark" in result else ""
     return {
         "id": f"{Path(source).stem}{bench}_{deployment.system}_{deployment.backend}_{isl}x{osl}_{load}",
@@ -232,7 +232,7 @@ def _arrival_columns(result: dict[str, Any], deployment: MeasuredDeployment) -> 
     """The :mod:`~perfmodel.validation.arrivals` columns of an imported run ('' where not open loop)."""
     if result.get("arrival") != "open":
         return {"arrival": "closed", **dict.fromkeys(ARRIVAL_COLUMNS[1:], "")}
-    return {"arrival": "open", "request_rate_rps": result["request_rate_rps"],
+    return {"arrival": "open", "rate_requests_per_s": result["rate_requests_per_s"],
             "arrival_process": result["arrival_process"], "arrival_cv": result["arrival_cv"],
             "replicas": deployment.replicas, "requests": result.get("requests") or "",
             "max_concurrency": result.get("max_concurrency") or ""}

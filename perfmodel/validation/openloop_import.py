@@ -46,7 +46,7 @@ def _closed(concurrency: Any) -> dict[str, Any]:
 
 
 def _open(rate: float, process: str, cv: float, requests: Any, cap: Any) -> dict[str, Any]:
-    return {"arrival": "open", "request_rate_rps": float(rate), "arrival_process": process, "arrival_cv": cv,
+    return {"arrival": "open", "rate_requests_per_s": float(rate), "arrival_process": process, "arrival_cv": cv,
             "requests": None if requests is None else round(float(requests)),
             "max_concurrency": None if cap in (None, "") else int(cap), "concurrency": None}
 

@@ -281,7 +281,7 @@ def predict_open_loop(deployments: pd.DataFrame, engines: dict, cache: StepModel
             if min(float(engine.step(m).kv_capacity_tokens) for m in pools) <= 0:   # the engine's own pool
                 skipped.append({"row": r["row"], "id": r["id"], "reason": NO_KV_REASON})
                 continue
-            p = simulate_row(target, engine, int(r["isl"]), int(r["osl"]), r["request_rate_rps"], r["arrival_cv"],
+            p = simulate_row(target, engine, int(r["isl"]), int(r["osl"]), r["rate_requests_per_s"], r["arrival_cv"],
                              int(r["replicas"]), None if pd.isna(n) else int(n), timers,
                              float(r.get("prefix_hit_rate", 0) or 0))
             cap = r.get("max_concurrency")

@@ -53,7 +53,7 @@ from ..core.parallel import Parallel, attention_layout
 from ..errors import PerfmodelError
 from ..hardware import load_accelerator
 from ..precision import serving_activations
-from .arrivals import open_loop_mask, row_arrival
+from .arrivals import current_arrival_columns, open_loop_mask, row_arrival
 from .cells import degree as _degree
 from .cells import number as _float
 from .disagg_layouts import fill_layout
@@ -304,6 +304,7 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
     skipped : pandas.DataFrame
         ``row``, ``id``, ``reason`` for every row that cannot be predicted.
     """
+    df = current_arrival_columns(df, "measured serving rows")
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise PerfmodelError(f"measured serving rows: missing column(s) {missing}; expected the "
