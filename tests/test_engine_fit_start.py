@@ -29,7 +29,7 @@ class _Stub:
     def __init__(self, n: np.ndarray) -> None:
         tpot = A_S + TRUE_SEQ * n
         self.n = n
-        self.rows = pd.DataFrame({"backend": "vllm", "measured_tpot_s": tpot, "measured_ttft_s": 10 * tpot})
+        self.rows = pd.DataFrame({"backend": "vllm", "measured_tpot_mean_s": tpot, "measured_ttft_mean_s": 10 * tpot})
 
     def subset(self, mask) -> _Stub:
         return _Stub(self.n[np.asarray(mask, dtype=bool)])
