@@ -63,3 +63,29 @@ def stacklevel_outside() -> int:
     while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def renamed_columns(table, renames: dict[str, str], where: str, meaning: str):
+    """``table`` (a DataFrame) with the old column names of ``renames`` (old -> new) replaced by the new ones.
+
+    A :class:`DeprecationWarning` names them (at the first caller outside perfmodel); ``table`` itself is
+    returned when it has none. Where both names are columns, the new one is kept and the old one dropped.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table read.
+    renames : dict
+        Old column name -> new column name.
+    where : str
+        What read the table, for the message.
+    meaning : str
+        What the renamed columns hold, for the message (``"means over requests"``).
+    """
+    old = [c for c in table.columns if c in renames]
+    if not old:
+        return table
+    warnings.warn(f"{where}: column(s) {old} renamed to {[renames[c] for c in old]} ({meaning}); the old names "
+                  "are read for one release", DeprecationWarning, stacklevel=stacklevel_outside())
+    twins = [c for c in old if renames[c] in table.columns]
+    return table.drop(columns=twins).rename(columns=renames)

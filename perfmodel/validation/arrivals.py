@@ -32,13 +32,12 @@ row of the shipped CSV):
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..deprecation import stacklevel_outside
+from ..deprecation import renamed_columns
 
 #: Columns describing the arrival process (all optional, see the module docstring).
 ARRIVAL_COLUMNS = ("arrival", "rate_requests_per_s", "arrival_process", "arrival_cv", "replicas", "requests",
@@ -56,14 +55,7 @@ def current_arrival_columns(df: pd.DataFrame, where: str) -> pd.DataFrame:
     """``df`` with the old arrival column names (:data:`RENAMED_ARRIVAL_COLUMNS`) replaced by the new ones,
     after a :class:`DeprecationWarning` naming them; ``df`` itself when it has none. Where both names are
     columns, the new one is kept and the old one dropped."""
-    old = [c for c in df.columns if c in RENAMED_ARRIVAL_COLUMNS]
-    if not old:
-        return df
-    warnings.warn(f"{where}: column(s) {old} renamed to {[RENAMED_ARRIVAL_COLUMNS[c] for c in old]} (an "
-                  "arrival rate in requests/s); the old names are read for one release", DeprecationWarning,
-                  stacklevel=stacklevel_outside())
-    twins = [c for c in old if RENAMED_ARRIVAL_COLUMNS[c] in df.columns]
-    return df.drop(columns=twins).rename(columns=RENAMED_ARRIVAL_COLUMNS)
+    return renamed_columns(df, RENAMED_ARRIVAL_COLUMNS, where, "an arrival rate in requests/s")
 
 
 def open_loop_mask(df: pd.DataFrame) -> np.ndarray:

@@ -12,13 +12,12 @@ asked for; their count is reported.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..deprecation import stacklevel_outside
+from ..deprecation import renamed_columns
 
 #: Metrics compared: column stem -> (predicted column, measured column). Both are means over the requests
 #: of a run (closed-loop steady state or simulated open loop; the measured files give means), hence
@@ -41,14 +40,7 @@ def current_columns(rows: pd.DataFrame, where: str) -> pd.DataFrame:
     """``rows`` with the old column names of :data:`RENAMED_COLUMNS` replaced by the new ones, after a
     :class:`DeprecationWarning` naming them; ``rows`` itself when it has none (a column already under its new
     name is kept, its old twin dropped)."""
-    old = [c for c in rows.columns if c in RENAMED_COLUMNS]
-    if not old:
-        return rows
-    warnings.warn(f"{where}: column(s) {old} renamed to {[RENAMED_COLUMNS[c] for c in old]} (means over "
-                  "requests); the old names are read for one release", DeprecationWarning,
-                  stacklevel=stacklevel_outside())
-    twins = [c for c in old if RENAMED_COLUMNS[c] in rows.columns]
-    return rows.drop(columns=twins).rename(columns=RENAMED_COLUMNS)
+    return renamed_columns(rows, RENAMED_COLUMNS, where, "means over requests")
 
 
 def pct_error(predicted, measured) -> np.ndarray:
