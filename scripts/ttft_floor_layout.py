@@ -21,7 +21,7 @@ In-sample only: the held-out test of the floor (TensorRT-LLM worse) is in the co
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 import pandas as pd
@@ -57,7 +57,9 @@ def fit(x: pd.DataFrame, form: str) -> tuple[float, float, float]:
 
 
 def main() -> int:
-    d = pd.read_csv(sys.argv[1])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("parts", help="CSV written by `python scripts/ttft_lowload.py --max-c 8 --out parts.csv`")
+    d = pd.read_csv(ap.parse_args().parts)
     source = pd.read_csv(shipped_path("serving")).set_index("id")["silicon_data_source"]
     d = d[~d["id"].map(source).str.contains("aic-auto-gap", na=False)].copy()
     d["X"] = d["model"].map({m: expert_layers(m) for m in d["model"].unique()})
