@@ -9,9 +9,15 @@ import pytest
 from perfmodel.engine.calibration import load_profile
 from perfmodel.validation.anomalies import flag_anomalies
 from perfmodel.validation.data import shipped_path
-from perfmodel.validation.rows import map_rows
+from perfmodel.validation.rows import drop_duplicates, map_rows
 from perfmodel.validation.run import serving_problem
-from perfmodel.validation.source_rules import DISAGG_AS_AGG, apply_source_rules, documented_spec
+from perfmodel.validation.source_rules import (
+    DISAGG_AS_AGG,
+    apply_source_rules,
+    documented_spec,
+    harness_lengths,
+    uniform_mean_length,
+)
 
 POST3 = ("source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=8; measured=2026-02-05T19:55:05Z; "
          "wip=False; image=nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3")
@@ -111,3 +117,50 @@ def test_tabulated_speculation_matches_the_step_model(shipped):
         got = tab.loc[index]
         assert got["predicted_tpot_mean_s"].to_numpy() == pytest.approx(exact.tpot_mean_s, rel=0.02)
         assert got["predicted_ttft_mean_s"].to_numpy() == pytest.approx(exact.ttft_mean_s, rel=0.02)
+
+
+def test_uniform_mean_length_is_the_mean_of_the_benchmarks_integer_draw():
+    # int(1024 * 0.8) = 819: (819 + 1024) / 2; int(8192 * 0.8) = 6553: (6553 + 8192) / 2
+    assert uniform_mean_length(1024, 0.8) == 921.5
+    assert uniform_mean_length(8192, 0.8) == 7372.5
+    assert uniform_mean_length(1000, 0.8) == 900.0   # 1000 * 0.8 == 800.0 exactly
+    for n in (128, 1024, 8192, 999):
+        assert uniform_mean_length(n, 0.8) == pytest.approx(np.arange(int(n * 0.8), n + 1).mean(), abs=1e-12)
+    assert uniform_mean_length(1024, 1.0) == 1024.0
+
+
+def test_harness_lengths_only_for_aggregated_inferencex_rows():
+    got = harness_lengths(_row(SGLANG, backend="sglang", isl=1024, osl=8192))
+    assert got == {"harness": "inferencex-random-0.8", "isl_mean": 921.5, "osl_mean": 7372.5}
+    for row in (_row(SGLANG.replace("source_file=2026-03-25.csv", "db-dump/2026-04-27"), backend="sglang"),
+                _row(SGLANG, backend="sglang", mode="disagg"),     # multi-node launchers not checked
+                _row(POST3.replace("b200", "gb200"), system="gb200", tp=72)):   # a P/D run recorded as agg
+        got = harness_lengths(row)
+        assert got["harness"] == "" and np.isnan(got["isl_mean"]) and np.isnan(got["osl_mean"])
+
+
+def test_inferencex_rows_run_at_their_mean_lengths(shipped):
+    """An InferenceX row predicts as the same deployment of unknown harness at the mean lengths."""
+    ix = shipped[shipped["id"] == "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x1024_c8_tp8_0_ep1_0_249"]
+    other = ix.assign(id="same-at-mean-lengths", isl=921.5, osl=921.5, silicon_ttft_ms=ix["silicon_ttft_ms"] * 1.01,
+                      silicon_data_source=ix["silicon_data_source"].str.replace("source_file=2026-03-25.csv",
+                                                                                "db-dump/2026-04-27"))
+    dep, _ = map_rows(ix)
+    assert (dep["isl"].iloc[0], dep["osl"].iloc[0], dep["isl_recorded"].iloc[0]) == (921.5, 921.5, 1024.0)
+    problem, _ = serving_problem(pd.concat([ix, other]), "calibrated")
+    got = dict(zip(problem.rows["id"].tolist(), problem.evaluate(load_profile("calibrated"))[0], strict=True))
+    assert got[ix["id"].iloc[0]] == pytest.approx(got["same-at-mean-lengths"], rel=1e-9)
+
+
+def test_a_copy_of_an_inferencex_run_keeps_its_harness(shipped):
+    """The duplicate check compares the recorded lengths; the copy kept (here the db-dump one, listed
+    first) takes the harness of the InferenceX copy."""
+    ix = shipped[shipped["id"] == "2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x1024_c8_tp8_0_ep1_0_249"]
+    copy = ix.assign(id="db-dump-copy", silicon_data_source=ix["silicon_data_source"].str.replace(
+        "source_file=2026-03-25.csv", "db-dump/2026-04-27"))
+    dep, _ = map_rows(pd.concat([copy, ix]))
+    assert dep["harness"].tolist() == ["", "inferencex-random-0.8"]
+    kept, dropped = drop_duplicates(dep)
+    assert kept["id"].tolist() == ["db-dump-copy"] and dropped["id"].tolist() == [ix["id"].iloc[0]]
+    assert kept[["harness", "isl", "osl", "isl_recorded"]].iloc[0].tolist() == [
+        "inferencex-random-0.8", 921.5, 921.5, 1024.0]

@@ -60,7 +60,7 @@ from .disagg_layouts import fill_layout
 from .features import row_features
 from .hardware_names import parse_hardware
 from .models import UnsupportedModel, checkpoint_default_format, resolve_model
-from .source_rules import apply_source_rules
+from .source_rules import apply_source_rules, harness_lengths
 
 #: ``system`` column -> accelerator id.
 SYSTEMS: dict[str, str] = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "gb200": "gb200"}
@@ -231,7 +231,7 @@ def _map_one(row: dict, policy: KVPolicy, open_loop: bool = False) -> dict:
     except ValueError as exc:
         raise Skip(f"feature: {exc}") from None
     out = {"hardware": hardware, "model_key": model.id, "weights": weights, "activations": act,
-           "kv_cache": kv, "total_concurrency": total, **features, **documented}
+           "kv_cache": kv, "total_concurrency": total, **features, **documented, **harness_lengths(row)}
     mode = _text(row.get("mode")) or "agg"
     if mode == "agg":
         tp, pp, dp, ep, mtp = _pool(row, "")
@@ -336,6 +336,11 @@ def map_rows(df: pd.DataFrame, kv_policy: KVPolicy = DEFAULT_KV_POLICY, measured
         dep = dep.join(df[keep].reset_index(drop=True), on="row")
         dep["isl"] = dep["isl"].astype(float)
         dep["osl"] = dep["osl"].astype(float)
+        # the lengths the harness ran (its mean draw, source_rules.harness_lengths), the recorded kept
+        dep["isl_recorded"], dep["osl_recorded"] = dep["isl"], dep["osl"]
+        dep["isl"] = dep["isl_mean"].where(dep["isl_mean"].notna(), dep["isl"])
+        dep["osl"] = dep["osl_mean"].where(dep["osl_mean"].notna(), dep["osl"])
+        dep = dep.drop(columns=["isl_mean", "osl_mean"])
     return dep, pd.DataFrame(skipped, columns=["row", "id", "reason"])
 
 
@@ -355,14 +360,38 @@ def drop_duplicates(deployments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
         return deployments, pd.DataFrame(columns=["row", "id", "reason"])
     flagged = deployments["anomaly"].astype(bool) if "anomaly" in deployments else \
         pd.Series(False, index=deployments.index)
+    # one measurement whatever lengths a harness rule runs it at (source_rules.harness_lengths)
+    key = [f"{k}_recorded" if f"{k}_recorded" in deployments else k for k in DUPLICATE_KEY]
     order = deployments.assign(_flag=flagged.to_numpy()).sort_values(["_flag", "row"], kind="stable")
-    dup = order.duplicated(list(DUPLICATE_KEY), keep="first")
-    first = order[~dup].set_index(list(DUPLICATE_KEY))["id"]
+    dup = order.duplicated(key, keep="first")
+    first = order[~dup].set_index(key)["id"]
     skipped = [{"row": r["row"], "id": r["id"],
-                "reason": f"duplicate: same measurement as {first.loc[tuple(r[k] for k in DUPLICATE_KEY)]}"}
+                "reason": f"duplicate: same measurement as {first.loc[tuple(r[k] for k in key)]}"}
                for _, r in order[dup].iterrows()]
     kept = deployments.loc[sorted(order.index[~dup], key=lambda i: deployments.at[i, "row"])]
-    return kept, pd.DataFrame(skipped, columns=["row", "id", "reason"])
+    return _documented_harness(kept, order[dup], key), pd.DataFrame(skipped, columns=["row", "id", "reason"])
+
+
+#: Columns :func:`perfmodel.validation.source_rules.harness_lengths` sets (with the lengths run).
+HARNESS_COLUMNS = ("harness", "isl", "osl")
+
+
+def _documented_harness(kept: pd.DataFrame, dropped: pd.DataFrame, key: list) -> pd.DataFrame:
+    """``kept`` with the harness of a dropped copy whose source documents it, where its own does not:
+    one measurement ran under one harness (db-dump rows repeat InferenceX runs, for instance)."""
+    if "harness" not in kept or dropped.empty:
+        return kept
+    known = dropped[dropped["harness"].fillna("") != ""].drop_duplicates(key).set_index(key)
+    if known.empty:
+        return kept
+    kept = kept.copy()
+    unknown = kept["harness"].fillna("") == ""
+    at = pd.MultiIndex.from_frame(kept.loc[unknown, key])
+    hit = at.isin(known.index)
+    rows = kept.index[unknown][hit]
+    for c in HARNESS_COLUMNS:
+        kept.loc[rows, c] = known.loc[at[hit], c].to_numpy()
+    return kept
 
 
 def reason_category(reason: str) -> str:

@@ -13,6 +13,9 @@ scripts set its depth; the CSV records neither. :data:`SPEC_RULES` read the dept
 rule covers, and the SGLang MTP sweep left without a rule (and why): ``perfmodel/data/validation/README.md``.
 
 A rule fills ``spec_decode`` only where the row's own ``spec_decode`` cell is empty.
+
+:func:`harness_lengths` gives an aggregated InferenceX row the mean prompt and output lengths its
+benchmark drew (see :data:`INFERENCEX_HARNESS`).
 """
 
 from __future__ import annotations
@@ -113,6 +116,43 @@ def layout_flag(row: dict) -> str:
     if _is_inferencex(row) and row.get("system") == "gb200" and (row.get("mode") or "agg") == "agg":
         return LAYOUT_RULES[0][1]
     return ""
+
+
+#: The InferenceX single-node benchmark (SemiAnalysisAI/InferenceX @ 12ba0ae07289e3212840f8f59913ddee97b07f73):
+#: ``.github/workflows/benchmark-tmpl.yml`` sets ``RANDOM_RANGE_RATIO: 0.8``; ``benchmarks/benchmark_lib.sh``
+#: runs ``utils/bench_serving/benchmark_serving.py --dataset-name random --random-range-ratio 0.8
+#: --num-prompts 10·C --max-concurrency C --request-rate inf --ignore-eos --num-warmups 2·C`` (the
+#: single-node scripts, e.g. ``benchmarks/single_node/dsr1_fp4_b200.sh``, pass ``--num-prompts $((CONC * 10))``);
+#: ``sample_random_requests``' ``sample_uniform`` draws each prompt and output length as
+#: ``np.random.randint(int(L * ratio), L + 1)``, uniform over the integers ⌊0.8 L⌋..L, and ``--ignore-eos``
+#: makes every request produce its drawn output length. (The warm-ups are awaited together before the
+#: measured run, whose C first requests then start at once: one synchronised wave out of 10 rounds; the
+#: engines' fitted ``sync_fraction`` is kept, as a sourced 1/10 made SGLang P/D and >128-client rows worse.)
+INFERENCEX_HARNESS = {"name": "inferencex-random-0.8", "range_ratio": 0.8, "rounds": 10,
+                      "source": f"{_IX} 12ba0ae07: .github/workflows/benchmark-tmpl.yml, benchmarks/benchmark_lib.sh, "
+                                "utils/bench_serving/benchmark_serving.py (sample_random_requests, benchmark)"}
+
+
+def uniform_mean_length(length: float, range_ratio: float) -> float:
+    """Mean of a length drawn uniformly over the integers ⌊r·L⌋..L [tokens]: (⌊r·L⌋ + L) / 2.
+
+    ``int(L * r)`` as the benchmark computes it (float product, truncated)."""
+    return (int(length * range_ratio) + length) / 2.0
+
+
+def harness_lengths(row: dict) -> dict:
+    """What the row's benchmark harness ran, by its source: ``harness`` (name or '') and the mean prompt and
+    output lengths ``isl_mean``, ``osl_mean`` [tokens] (NaN where the source does not say).
+
+    Only aggregated InferenceX rows (the single-node harness, :data:`INFERENCEX_HARNESS`): the
+    multi-node P/D launchers are not checked.
+    """
+    if not _is_inferencex(row) or (row.get("mode") or "agg") != "agg" or layout_flag(row):
+        return {"harness": "", "isl_mean": math.nan, "osl_mean": math.nan}
+    h = INFERENCEX_HARNESS
+    isl, osl = float(row["isl"]), float(row["osl"])
+    return {"harness": h["name"], "isl_mean": uniform_mean_length(isl, h["range_ratio"]),
+            "osl_mean": uniform_mean_length(osl, h["range_ratio"])}
 
 
 def apply_source_rules(row: dict) -> tuple[dict, dict]:
