@@ -62,8 +62,8 @@ def wave_step(problem: ServingProblem, calibrations) -> np.ndarray:
         eng = engines[backend]
         for b in batches:
             model = b.tables.adjusted(eng.terms)
-            one = prefill_batch_time(model, eng.profile, b.isl, 1.0)
-            wave = prefill_batch_time(model, eng.profile, b.isl, b.concurrency)
+            one = prefill_batch_time(model, eng.profile, b.isl, 1.0, budget=b.budget)
+            wave = prefill_batch_time(model, eng.profile, b.isl, b.concurrency, budget=b.budget)
             out[b.positions] = 1e3 * (wave - one)
     return out
 

@@ -206,3 +206,23 @@ def test_max_load_stops_when_a_fixed_request_count_becomes_one_burst():
 def test_max_load_needs_an_slo():
     with pytest.raises(ConfigError, match="SLO with at least one limit"):
         max_load(LinearStepModel(), Workload.fixed(10, 10, rate=1.0), requests=10)
+
+
+@pytest.mark.parametrize("name", ["trtllm", "sglang", "vllm"])
+def test_token_budget_per_point_is_the_profiles_budget(name):
+    """A per-point ``token_budget`` B [tokens] gives what a profile with ``max_num_batched_tokens`` = B gives
+    (prompt packing, the prefill cap, chunks and the wave wait), point by point in one vectorised call."""
+    budgets, c, isl = np.array([1152.0, 2048.0, 8192.0]), np.array([16.0, 64.0, 32.0]), np.array([1024, 1024, 4096])
+    engine = load_engine(name)
+    got = steady_state(H100_8B, c, isl, 256, engine=engine, token_budget=budgets, sync_fraction=0.5,
+                       schedulers=2)
+    for i, b in enumerate(budgets):
+        want = steady_state(H100_8B, c[i], isl[i], 256, sync_fraction=0.5, schedulers=2,
+                            engine=load_engine(name, max_num_batched_tokens=int(b)))
+        assert got.ttft_mean_s[i] == pytest.approx(float(want.ttft_mean_s), rel=1e-12)
+        assert got.tpot_mean_s[i] == pytest.approx(float(want.tpot_mean_s), rel=1e-12)
+    # the budget matters here: one 1k prompt per step instead of up to eight
+    default = steady_state(H100_8B, c[0], isl[0], 256, engine=engine, sync_fraction=0.5, schedulers=2)
+    assert abs(got.ttft_mean_s[0] / float(default.ttft_mean_s) - 1) > 0.01
+    with pytest.raises(ConfigError, match="token_budget"):
+        steady_state(H100_8B, 8, 1024, 256, engine=engine, token_budget=0.0)

@@ -14,8 +14,10 @@ from perfmodel.validation.run import serving_problem
 from perfmodel.validation.source_rules import (
     DISAGG_AS_AGG,
     apply_source_rules,
+    documented_budget,
     documented_spec,
     harness_lengths,
+    mtp_token_budget,
     uniform_mean_length,
 )
 
@@ -164,3 +166,41 @@ def test_a_copy_of_an_inferencex_run_keeps_its_harness(shipped):
     assert kept["id"].tolist() == ["db-dump-copy"] and dropped["id"].tolist() == [ix["id"].iloc[0]]
     assert kept[["harness", "isl", "osl", "isl_recorded"]].iloc[0].tolist() == [
         "inferencex-random-0.8", 921.5, 921.5, 1024.0]
+
+
+def test_mtp_launch_budget_by_hand():
+    """InferenceX MTP scripts: MAX_NUM_TOKENS = ((MTP + 1)·MAX_BATCH_SIZE + ISL + 64 + 63)/64·64 (bash
+    integer division), MAX_BATCH_SIZE the clients per attention-DP rank (the CSV's batch_size)."""
+    assert mtp_token_budget(3, 4, 1024) == 1152      # (16 + 1024 + 127) // 64 = 18 -> 1152: one prompt a step
+    assert mtp_token_budget(3, 32, 1024) == 1216     # (128 + 1151) // 64 = 19
+    assert mtp_token_budget(1, 32, 8192) == 8320     # (64 + 8319) // 64 = 130
+    assert documented_budget(_row(POST3, batch=8)) == (1152.0, "inferencex-trtllm-1.2.0rc6.post3-max-num-tokens")
+    # DP attention: MTP = 1, 32 sequences per rank
+    assert documented_budget(_row(POST3, tp=1, dp=8, batch=32, isl=8192))[0] == 8320.0
+    value, name = documented_budget(_row(SGLANG, backend="sglang", batch=128))
+    assert np.isnan(value) and name == ""
+
+
+def test_own_budget_cell_wins_over_the_rule():
+    _, extra = apply_source_rules({**_row(POST3), "max_num_batched_tokens": 4096})
+    assert (extra["max_num_batched_tokens"], extra["token_budget_rule"]) == (4096.0, "column")
+    _, extra = apply_source_rules({**_row(POST3), "max_num_batched_tokens": float("nan")})
+    assert extra["max_num_batched_tokens"] == 1152.0 and extra["token_budget_rule"].endswith("max-num-tokens")
+
+
+def test_budget_rule_on_the_shipped_rows_and_in_the_engine(shipped):
+    dep, _ = map_rows(shipped)
+    ruled = dep[dep["token_budget_rule"] != ""]
+    # exactly the rows whose speculation a launch-script rule gives
+    assert ruled.index.equals(dep.index[dep["spec_decode_rule"].str.startswith("inferencex")])
+    assert ruled["max_num_batched_tokens"].min() == 1152 and len(ruled) == 110
+    ids = ["2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_0_ep1_0_1031"]   # mtp:k=3, C 16
+    row = shipped[shipped["id"].isin(ids)]
+    problem, _ = serving_problem(row, "calibrated")
+    (batch,) = problem.batches["trtllm"]
+    assert batch.budget.tolist() == [mtp_token_budget(3, 16, 1024)] == [1152]   # (64 + 1151) // 64 = 18
+    cal = load_profile("calibrated")
+    ttft = {b: serving_problem(row.assign(max_num_batched_tokens=b), "calibrated")[0].evaluate(cal)[0][0]
+            for b in (1152, 8192)}
+    assert problem.evaluate(cal)[0][0] == pytest.approx(ttft[1152], rel=1e-12)   # the rule = that cell
+    assert abs(ttft[1152] / ttft[8192] - 1) > 0.01                               # and the engine sees it

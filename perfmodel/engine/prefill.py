@@ -40,7 +40,7 @@ def prefix_step_time(model: Any, n: Any, c: Any, p: np.ndarray, q: np.ndarray) -
 
 
 def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayLike,
-                       cached: ArrayLike = 0.0) -> np.ndarray:
+                       cached: ArrayLike = 0.0, budget: ArrayLike | None = None) -> np.ndarray:
     """Time to prefill m prompts of ``isl`` new tokens side by side in prefill-only steps [s].
 
     A prompt longer than one scheduler's budget B runs in k = ⌈I/B⌉ steps: k − 1 full chunks of B
@@ -48,10 +48,11 @@ def prefill_batch_time(model: Any, eng: EngineProfile, isl: ArrayLike, m: ArrayL
     tokens; m prompts side by side share each step (attention-equivalent prefix, see
     :func:`prefix_step_time`). ``cached`` tokens of each prompt found in the prefix cache are not
     computed but attended: every chunk's prefix grows by them. Every step adds the engine's step
-    overhead and m sequence overheads.
+    overhead and m sequence overheads. ``budget`` [tokens], when given, is B per prompt (broadcast with
+    ``isl``; a launch's own ``max_num_tokens``) instead of the engine profile's ``max_num_batched_tokens``.
     """
-    isl, m, c0 = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (isl, m, cached)))
-    B = float(eng.max_num_batched_tokens)
+    B = float(eng.max_num_batched_tokens) if budget is None else budget
+    isl, m, c0, B = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (isl, m, cached, B)))
     k = np.ceil(isl / B)
     r = isl - (k - 1) * B
     p_last, q_last = m * r, c0 + (k - 1) * B - (m - 1) * r / 2

@@ -120,7 +120,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
                  osl: ArrayLike | None = None, engine: Any = "vllm",
                  think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1,
                  sync_fraction: ArrayLike | None = None, prefix_hit_rate: ArrayLike | None = None,
-                 rtol: float = 0.0) -> SteadyState:
+                 rtol: float = 0.0, token_budget: ArrayLike | None = None) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -160,6 +160,10 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         replica's whole KV capacity, else 0):
         only (1 − h)·I tokens are computed, after h·I cached ones that their attention reads; the KV
         context is unchanged.
+    token_budget : array_like, optional
+        Token budget B of one scheduler [tokens] (broadcast with ``concurrency``), where a launch sets
+        its own (TensorRT-LLM ``--max_num_tokens``, vLLM ``--max-num-batched-tokens``); default: the
+        engine profile's ``max_num_batched_tokens``.
 
     Returns
     -------
@@ -185,9 +189,12 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         prefix_hit_rate = expected_hit_rate(w, float(model.kv_capacity_tokens) * eng.kv_capacity_fraction)
     if sync_fraction is None:
         sync_fraction = serving_engine.terms.sync_fraction
-    C, Isl, Osl, Z, S, sync, hit = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
+    C, Isl, Osl, Z, S, sync, hit, B_rank = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         concurrency, isl, osl, think_time, schedulers, sync_fraction,
-        0.0 if prefix_hit_rate is None else prefix_hit_rate)))
+        0.0 if prefix_hit_rate is None else prefix_hit_rate,
+        eng.max_num_batched_tokens if token_budget is None else token_budget)))
+    if not np.all(B_rank >= 1):
+        raise ConfigError(f"token_budget: must be >= 1 token, got {token_budget!r}")
     if not np.all((hit >= 0) & (hit < 1)):
         raise ConfigError(f"prefix_hit_rate: must be within [0, 1), got {prefix_hit_rate!r}")
     if not np.all(S >= 1):
@@ -204,10 +211,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     Z = Z + serving_engine.request_overhead   # the request's time outside the engine's steps
     # share of the clients that are *other* clients: what a request meets in the engine
     others = (C - 1.0) / C
-    B_rank = float(eng.max_num_batched_tokens)
     B = B_rank * S
     over_step, over_seq = eng.step_overhead, eng.seq_overhead
-    wave = sync * wave_wait(model, C, Isl, eng, S) if np.any(sync > 0) else np.zeros_like(C)
+    wave = sync * wave_wait(model, C, Isl, eng, S, B_rank) if np.any(sync > 0) else np.zeros_like(C)
     Z = Z + wave   # waiting for its wave, a client is outside the engine's decode batch
     cbar = Isl + Osl / 2.0   # decode context: the whole prompt, cached part included
     Q0 = np.floor(hit * Isl)   # cached prompt tokens: attended, not computed
@@ -244,7 +250,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
             tpot = t_dec + nu * t_pre
             # the prompt shares its prefill step with those that arrived in the same decode step
             m = np.minimum(1.0 + lam, np.maximum(B / Inew, 1.0))
-            service = prefill_batch_time(model, eng, Inew, np.where(k > 1, 1.0, m), Q0)
+            service = prefill_batch_time(model, eng, Inew, np.where(k > 1, 1.0, m), Q0, B_rank)
             t_wait = t_dec
         else:
             b = np.maximum(B - n_o, 1.0)

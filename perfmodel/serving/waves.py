@@ -34,7 +34,7 @@ from ..engine.prefill import prefill_batch_time
 from ..engine.profile import EngineProfile
 
 
-def wave_wait(model, concurrency, isl, engine: EngineProfile, schedulers=1.0) -> np.ndarray:
+def wave_wait(model, concurrency, isl, engine: EngineProfile, schedulers=1.0, budget=None) -> np.ndarray:
     """Mean extra prefill wait W of a synchronised wave of C requests [s] (see module docstring).
 
     Parameters
@@ -48,8 +48,11 @@ def wave_wait(model, concurrency, isl, engine: EngineProfile, schedulers=1.0) ->
     schedulers : array_like
         Schedulers S of the replica (attention-DP ranks): m = S·max(1, ⌊B/I⌋) prompts per step, each
         chunked within one rank's budget.
+    budget : array_like, optional
+        Token budget B of one scheduler [tokens] (default: the engine's ``max_num_batched_tokens``).
     """
     c = np.asarray(concurrency, dtype=float)
     i = np.asarray(isl, dtype=float)
-    m = np.maximum(np.floor(float(engine.max_num_batched_tokens) / i), 1.0) * np.asarray(schedulers, dtype=float)
-    return (np.ceil(c / m) - 1.0) / 2.0 * prefill_batch_time(model, engine, i, m)
+    B = np.asarray(float(engine.max_num_batched_tokens) if budget is None else budget, dtype=float)
+    m = np.maximum(np.floor(B / i), 1.0) * np.asarray(schedulers, dtype=float)
+    return (np.ceil(c / m) - 1.0) / 2.0 * prefill_batch_time(model, engine, i, m, budget=budget)

@@ -77,6 +77,15 @@ class _Batch(RowBatch):
     isl: np.ndarray
     osl: np.ndarray
     schedulers: np.ndarray
+    budget: np.ndarray
+
+
+def token_budget(rows: pd.DataFrame, eng: EngineProfile) -> np.ndarray:
+    """Per-rank token budget of each row [tokens]: its launch's own (``max_num_batched_tokens``, from the
+    CSV or a :mod:`~perfmodel.validation.source_rules` rule) where known, else the engine profile's."""
+    own = (rows["max_num_batched_tokens"].to_numpy(float) if "max_num_batched_tokens" in rows
+           else np.full(len(rows), np.nan))
+    return np.where(np.isfinite(own), own, float(eng.max_num_batched_tokens))
 
 
 @dataclass
@@ -173,31 +182,35 @@ class ServingProblem:
                                                                                  strict=True))
             return
         isl, osl = rows["isl"].to_numpy(float), rows["osl"].to_numpy(float)
-        p_max = np.maximum(isl, eng.max_num_batched_tokens * rows["dp"].to_numpy(float))
+        budget = token_budget(rows, eng)
+        p_max = np.maximum(isl, budget * rows["dp"].to_numpy(float))
         tab = build_tables(sm, isl, osl, rows["concurrency"].to_numpy(float), p_max,
                            layers=sm.model.num_layers, small_m_model=cache.small_m_variant(config), spec=spec)
         bind = _kv_can_bind(rows, capacity, eng)
-        parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity))
+        parts.setdefault(key[-1], []).append((rows.index.to_numpy(), tab, bind, capacity, budget))
         keep.append(rows.index.to_numpy())
 
     def _batches(self, groups: list, position: pd.Series) -> list[_Batch]:
-        free_idx, free_tabs, out = [], [], []
-        for index, tab, bind, capacity in groups:
+        free_idx, free_tabs, free_budget, out = [], [], [], []
+        for index, tab, bind, capacity, budget in groups:
             if np.any(~bind):
                 free_idx.append(index[~bind])
                 free_tabs.append({k: v[~bind] for k, v in tab.items()})
+                free_budget.append(budget[~bind])
             if np.any(bind):
                 out.append(self._batch(index[bind], {k: v[bind] for k, v in tab.items()}, capacity,
-                                       position))
+                                       position, budget[bind]))
         if free_idx:
-            out.append(self._batch(np.concatenate(free_idx), concat_tables(free_tabs), np.inf, position))
+            out.append(self._batch(np.concatenate(free_idx), concat_tables(free_tabs), np.inf, position,
+                                   np.concatenate(free_budget)))
         return out
 
-    def _batch(self, index: np.ndarray, tab: dict, capacity: float, position: pd.Series) -> _Batch:
+    def _batch(self, index: np.ndarray, tab: dict, capacity: float, position: pd.Series,
+               budget: np.ndarray) -> _Batch:
         rows = self.rows.loc[index]
         return _Batch(position.loc[index].to_numpy(), RowTables(tab, capacity),
                       rows["concurrency"].to_numpy(float), rows["isl"].to_numpy(float),
-                      rows["osl"].to_numpy(float), rows["dp"].to_numpy(float))
+                      rows["osl"].to_numpy(float), rows["dp"].to_numpy(float), budget)
 
     def subset(self, keep) -> ServingProblem:
         """The problem restricted to the rows where ``keep`` (aligned with :attr:`rows`) is true."""
@@ -251,7 +264,8 @@ class ServingProblem:
             engine = engines[backend]
             for b in batches:
                 res = steady_state(b.tables.adjusted(engine.terms), b.concurrency, b.isl, b.osl, engine=engine,
-                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers)
+                                   iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
+                                   token_budget=b.budget)
                 yield b.positions, res
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:

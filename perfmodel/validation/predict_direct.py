@@ -37,13 +37,18 @@ class DirectBatch:
     osl: np.ndarray
     schedulers: np.ndarray
     prefix_hit_rate: np.ndarray
+    #: Per-rank token budget of the row's launch [tokens]; NaN: the engine profile's.
+    token_budget: np.ndarray | None = None
 
     def solve(self, engine: Engine, iterations: int):
         """Steady state of the rows under ``engine`` (its terms) with this batch's speculation."""
         spec = parse_spec_decode(self.spec_text) if self.spec_text != "off" else None
+        own = np.full(len(self.positions), np.nan) if self.token_budget is None else self.token_budget
+        budget = np.where(np.isfinite(own), own, float(engine.profile.max_num_batched_tokens))
         return steady_state(self.step_model, self.concurrency, self.isl, self.osl,
                             engine=replace(engine, spec=spec), iterations=iterations,
-                            schedulers=self.schedulers, prefix_hit_rate=self.prefix_hit_rate)
+                            schedulers=self.schedulers, prefix_hit_rate=self.prefix_hit_rate,
+                            token_budget=budget)
 
     def subset(self, keep: np.ndarray, new_position: np.ndarray) -> DirectBatch | None:
         """The rows whose ``keep`` flag (by position) is set, renumbered; None when none is kept."""
@@ -52,7 +57,8 @@ class DirectBatch:
             return None
         return DirectBatch(new_position[self.positions[mask]], self.step_model, self.spec_text,
                            self.concurrency[mask], self.isl[mask], self.osl[mask], self.schedulers[mask],
-                           self.prefix_hit_rate[mask])
+                           self.prefix_hit_rate[mask],
+                           None if self.token_budget is None else self.token_budget[mask])
 
 
 def direct_batches(rows: pd.DataFrame, cache: StepModelCache) -> tuple[list[dict], list[dict]]:
@@ -82,5 +88,7 @@ def direct_batches(rows: pd.DataFrame, cache: StepModelCache) -> tuple[list[dict
                     "spec_text": key[-1], "concurrency": group["concurrency"].to_numpy(float),
                     "isl": group["isl"].to_numpy(float), "osl": group["osl"].to_numpy(float),
                     "schedulers": group["dp"].to_numpy(float),
-                    "prefix_hit_rate": group["prefix_hit_rate"].to_numpy(float)})
+                    "prefix_hit_rate": group["prefix_hit_rate"].to_numpy(float),
+                    "token_budget": (group["max_num_batched_tokens"].to_numpy(float)
+                                     if "max_num_batched_tokens" in group else None)})
     return out, skipped

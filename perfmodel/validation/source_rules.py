@@ -12,10 +12,17 @@ scripts set its depth; the CSV records neither. :data:`SPEC_RULES` read the dept
 :data:`LAYOUT_RULES` name rows whose recorded layout is not the one that ran. Citations, the rows each
 rule covers, and the SGLang MTP sweep left without a rule (and why): ``perfmodel/data/validation/README.md``.
 
-A rule fills ``spec_decode`` only where the row's own ``spec_decode`` cell is empty.
+The same MTP launch scripts set the engine's token budget from the run's own batch:
+``MAX_NUM_TOKENS = ((MTP + 1)·MAX_BATCH_SIZE + ISL + 64 + 63) / 64 · 64`` (integer division; ``--max_num_tokens``),
+with ``MAX_BATCH_SIZE`` the concurrency per attention-DP rank (``CONC``, or ``CONC/TP`` with attention DP),
+the ``batch_size`` the CSV records (:data:`BUDGET_SOURCE`); :func:`documented_budget` applies it to the rows
+a :data:`SPEC_RULES` rule covers (the TensorRT-LLM default 8192 would let a step take eight 1k prompts,
+the launch lets it take one).
+
+A rule fills ``spec_decode`` (``max_num_batched_tokens``) only where the row's own cell is empty.
 
 :func:`harness_lengths` gives an aggregated InferenceX row the mean prompt and output lengths its
-benchmark drew (see :data:`INFERENCEX_HARNESS`).
+benchmark drew (see :data:`INFERENCEX_HARNESS`); the budget rule reads the recorded ISL (the launch's own).
 """
 
 from __future__ import annotations
@@ -71,6 +78,21 @@ SPEC_RULES: tuple[SpecRule, ...] = (
              "perf-changelog.yaml config-keys dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp, "
              "dsr1-fp8-h200-trt-mtp only; benchmarks/dsr1_*_trt_mtp_slurm.sh: MTP=3, MTP=1 with DP_ATTENTION"),
 )
+
+#: Where the MTP launch scripts of the :data:`SPEC_RULES` sweeps set ``--max_num_tokens``.
+BUDGET_SOURCE = (
+    f"{_IX} benchmarks/dsr1_fp4_b200_trt_mtp_slurm.sh, dsr1_fp8_b200_trt_mtp_slurm.sh, "
+    "dsr1_fp8_h200_trt_mtp_slurm.sh @ bf3456727 (line 70/70/75) and dsr1_fp4_b200_trt_mtp.sh @ 5d517074c, "
+    "13dd0c2a0 (line 73), dsr1_fp8_b200_trt_mtp.sh @ 5d517074c (line 92), dsr1_fp8_h200_trt_mtp.sh "
+    "@ 1fc5d73cd (line 78): MAX_NUM_TOKENS=$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )), "
+    "MAX_BATCH_SIZE = CONC, or CONC/TP (fp8 B200: CONC/8 from CONC 8) with DP_ATTENTION")
+
+
+def mtp_token_budget(k: int, batch_per_rank: float, isl: float) -> int:
+    """``--max_num_tokens`` of an InferenceX TensorRT-LLM MTP launch [tokens]:
+    ⌊((k + 1)·b + I + 127)/64⌋·64 for MTP depth k, b sequences per rank and prompt length I."""
+    return ((int(k) + 1) * int(batch_per_rank) + int(isl) + 127) // 64 * 64
+
 
 #: Reason prefix of a P/D run recorded as aggregated.
 DISAGG_AS_AGG = "disagg_recorded_as_agg"
@@ -153,15 +175,44 @@ def harness_lengths(row: dict) -> dict:
     isl, osl = float(row["isl"]), float(row["osl"])
     return {"harness": h["name"], "isl_mean": uniform_mean_length(isl, h["range_ratio"]),
             "osl_mean": uniform_mean_length(osl, h["range_ratio"])}
+def documented_budget(row: dict) -> tuple[float, str]:
+    """(per-rank token budget [tokens], rule name) a launch script sets for one CSV row; (NaN, '') when
+    no rule applies (the engine profile's budget then holds)."""
+    for rule in SPEC_RULES:
+        if _matches(rule, row):
+            k = rule.k_attention_dp if degree(row.get("attention_dp_size")) > 1 else rule.k
+            batch, isl = _number(row.get("batch_size")), _number(row.get("isl"))
+            if math.isfinite(batch) and math.isfinite(isl) and batch >= 1:
+                return float(mtp_token_budget(k, batch, isl)), f"{rule.name}-max-num-tokens"
+    return math.nan, ""
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _empty(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip()
 
 
 def apply_source_rules(row: dict) -> tuple[dict, dict]:
     """The row with a rule's ``spec_decode`` filled in where its own cell is empty, and the fields
-    ``spec_decode_rule`` (rule name or '') and ``source_flag`` (reason or '') for the mapped row."""
+    ``spec_decode_rule`` (rule name or ''), ``source_flag`` (reason or ''), ``max_num_batched_tokens``
+    (per-rank token budget [tokens] of the row's own cell, else of a rule, else NaN) and
+    ``token_budget_rule`` ('column', rule name or '') for the mapped row."""
+    own_budget = row.get("max_num_batched_tokens")
+    if not _empty(own_budget):
+        budget = {"max_num_batched_tokens": _number(own_budget), "token_budget_rule": "column"}
+    else:
+        value, rule = documented_budget(row)
+        budget = {"max_num_batched_tokens": value, "token_budget_rule": rule}
     own = row.get("spec_decode")
-    if own is not None and not (isinstance(own, float) and math.isnan(own)) and str(own).strip():
-        return row, {"spec_decode_rule": "column", "source_flag": layout_flag(row)}
+    if not _empty(own):
+        return row, {"spec_decode_rule": "column", "source_flag": layout_flag(row), **budget}
     spelling, name = documented_spec(row)
     if spelling:
         row = {**row, "spec_decode": spelling}
-    return row, {"spec_decode_rule": name, "source_flag": layout_flag(row)}
+    return row, {"spec_decode_rule": name, "source_flag": layout_flag(row), **budget}
