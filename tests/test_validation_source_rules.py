@@ -179,6 +179,12 @@ def test_mtp_launch_budget_by_hand():
     assert documented_budget(_row(POST3, tp=1, dp=8, batch=32, isl=8192))[0] == 8320.0
     value, name = documented_budget(_row(SGLANG, backend="sglang", batch=128))
     assert np.isnan(value) and name == ""
+    oss = {**_row(POST3.replace("2026-02-05", "2026-01-07").replace("rc6.post3", "rc2"), tp=2),
+           "model_path": "openai/gpt-oss-120b"}
+    assert documented_budget(oss) == (20000.0, "inferencex-trtllm-gptoss-max-num-tokens")
+    # outside the span the scripts held that value: no rule
+    assert np.isnan(documented_budget({**oss, "silicon_data_source": POST3.replace("2026-02-05", "2026-03-01")
+                                       .replace("rc6.post3", "rc2")})[0])
 
 
 def test_own_budget_cell_wins_over_the_rule():
@@ -191,9 +197,14 @@ def test_own_budget_cell_wins_over_the_rule():
 def test_budget_rule_on_the_shipped_rows_and_in_the_engine(shipped):
     dep, _ = map_rows(shipped)
     ruled = dep[dep["token_budget_rule"] != ""]
-    # exactly the rows whose speculation a launch-script rule gives
-    assert ruled.index.equals(dep.index[dep["spec_decode_rule"].str.startswith("inferencex")])
-    assert ruled["max_num_batched_tokens"].min() == 1152 and len(ruled) == 110
+    by_rule = ruled.groupby(["token_budget_rule", "model_key"])["max_num_batched_tokens"].agg(["size", "max"])
+    assert by_rule.loc[("inferencex-trtllm-llama70b-max-num-tokens", "llama-3.1-70b")].tolist() == [146, 16384]
+    assert by_rule.loc[("inferencex-trtllm-gptoss-max-num-tokens", "gpt-oss-120b")].tolist() == [151, 20000]
+    # the MTP budget: exactly the rows whose speculation a launch-script rule gives
+    mtp = ruled[ruled["token_budget_rule"].isin([f"{r}-max-num-tokens" for r in (
+        "inferencex-trtllm-1.2.0rc6.post3", "inferencex-trtllm-mtp-2026-01-14")])]
+    assert mtp.index.equals(dep.index[dep["spec_decode_rule"].str.startswith("inferencex")])
+    assert len(mtp) == 110 and mtp["max_num_batched_tokens"].min() == 1152
     ids = ["2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_0_ep1_0_1031"]   # mtp:k=3, C 16
     row = shipped[shipped["id"].isin(ids)]
     problem, _ = serving_problem(row, "calibrated")

@@ -17,7 +17,8 @@ The same MTP launch scripts set the engine's token budget from the run's own bat
 with ``MAX_BATCH_SIZE`` the concurrency per attention-DP rank (``CONC``, or ``CONC/TP`` with attention DP),
 the ``batch_size`` the CSV records (:data:`BUDGET_SOURCE`); :func:`documented_budget` applies it to the rows
 a :data:`SPEC_RULES` rule covers (the TensorRT-LLM default 8192 would let a step take eight 1k prompts,
-the launch lets it take one).
+the launch lets it take one). The plain TensorRT-LLM launches of two other models pass a fixed
+``--max_num_tokens`` (:data:`FIXED_BUDGET_RULES`: Llama-3.1-70B 16384, gpt-oss-120b 20000).
 
 A rule fills ``spec_decode`` (``max_num_batched_tokens``) only where the row's own cell is empty.
 
@@ -92,6 +93,49 @@ def mtp_token_budget(k: int, batch_per_rank: float, isl: float) -> int:
     """``--max_num_tokens`` of an InferenceX TensorRT-LLM MTP launch [tokens]:
     ⌊((k + 1)·b + I + 127)/64⌋·64 for MTP depth k, b sequences per rank and prompt length I."""
     return ((int(k) + 1) * int(batch_per_rank) + int(isl) + 127) // 64 * 64
+
+
+@dataclass(frozen=True)
+class FixedBudgetRule:
+    """A fixed ``--max_num_tokens`` [tokens] that InferenceX launch scripts pass for one model and engine.
+
+    Attributes
+    ----------
+    name : str
+        Rule id (reported in ``token_budget_rule``).
+    backend, model_path, systems : str, str, tuple[str, ...]
+        The row's engine, ``model_path`` and ``system`` values.
+    measured_from, measured_to : str
+        ISO dates bounding the row's ``measured=`` field (from inclusive, to exclusive): the span in
+        which the scripts held this value.
+    budget : int
+        Token budget per step [tokens].
+    source : str
+        Repository, commits and files that show it.
+    """
+
+    name: str
+    backend: str
+    model_path: str
+    systems: tuple[str, ...]
+    measured_from: str
+    measured_to: str
+    budget: int
+    source: str
+
+
+FIXED_BUDGET_RULES: tuple[FixedBudgetRule, ...] = (
+    FixedBudgetRule("inferencex-trtllm-llama70b-max-num-tokens", "trtllm", "meta-llama/Llama-3.1-70B",
+                    ("b200_sxm", "h200_sxm"), "2025-09-19", "2025-10-31", 16384,
+                    f"{_IX} 1b563c858 (2025-09-18, 'Update 70B TRT To use latest container and flags') to "
+                    "2582bce40^ (2025-10-29, 'remove llama 70b'): benchmarks/70b_fp8_b200_trt_slurm.sh, "
+                    "70b_fp4_b200_trt_slurm.sh, 70b_fp8_h200_trt_slurm.sh: trtllm-serve --max_num_tokens 16384"),
+    FixedBudgetRule("inferencex-trtllm-gptoss-max-num-tokens", "trtllm", "openai/gpt-oss-120b",
+                    ("b200_sxm", "h200_sxm"), "2025-09-20", "2026-02-07", 20000,
+                    f"{_IX} 28e5a01ea (2025-09-19) benchmarks/gptoss_fp4_b200_trt_slurm.sh and 551d81e95 "
+                    "(2025-09-15) gptoss_fp4_h200_trt_slurm.sh: --max_num_tokens 20000 (MAX_NUM_TOKENS=20000), "
+                    "unchanged in gptoss_fp4_{b,h}200_trt.sh @ b0c4ed21b (2026-01-22) and 5d517074c (2026-02-05)"),
+)
 
 
 #: Reason prefix of a P/D run recorded as aggregated.
@@ -184,6 +228,12 @@ def documented_budget(row: dict) -> tuple[float, str]:
             batch, isl = _number(row.get("batch_size")), _number(row.get("isl"))
             if math.isfinite(batch) and math.isfinite(isl) and batch >= 1:
                 return float(mtp_token_budget(k, batch, isl)), f"{rule.name}-max-num-tokens"
+    if _is_inferencex(row) and (row.get("mode") or "agg") == "agg":
+        measured = _field(str(row.get("silicon_data_source") or ""), "measured")[:10]
+        for fixed in FIXED_BUDGET_RULES:
+            if (row.get("backend") == fixed.backend and row.get("model_path") == fixed.model_path
+                    and row.get("system") in fixed.systems and fixed.measured_from <= measured < fixed.measured_to):
+                return float(fixed.budget), fixed.name
     return math.nan, ""
 
 
