@@ -262,10 +262,13 @@ class ServingProblem:
             if backends is not None and backend not in backends:
                 continue
             engine = engines[backend]
+            default = float(engine.profile.max_num_batched_tokens)
             for b in batches:
+                # the profile's scalar budget where no row has its own (same numbers, less array work)
+                budget = None if np.all(b.budget == default) else b.budget
                 res = steady_state(b.tables.adjusted(engine.terms), b.concurrency, b.isl, b.osl, engine=engine,
                                    iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
-                                   token_budget=b.budget)
+                                   token_budget=budget)
                 yield b.positions, res
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:
