@@ -210,11 +210,12 @@ def test_max_load_needs_an_slo():
 
 @pytest.mark.parametrize("name", ["trtllm", "sglang", "vllm"])
 def test_token_budget_per_point_is_the_profiles_budget(name):
-    """A per-point ``token_budget`` B [tokens] gives what a profile with ``max_num_batched_tokens`` = B gives
-    (prompt packing, the prefill cap, chunks and the wave wait), point by point in one vectorised call."""
+    """A per-point ``max_num_batched_tokens`` B [tokens] passed to steady_state gives what a profile with
+    that budget gives (prompt packing, the prefill cap, chunks and the wave wait), point by point in one
+    vectorised call."""
     budgets, c, isl = np.array([1152.0, 2048.0, 8192.0]), np.array([16.0, 64.0, 32.0]), np.array([1024, 1024, 4096])
     engine = load_engine(name)
-    got = steady_state(H100_8B, c, isl, 256, engine=engine, token_budget=budgets, sync_fraction=0.5,
+    got = steady_state(H100_8B, c, isl, 256, engine=engine, max_num_batched_tokens=budgets, sync_fraction=0.5,
                        schedulers=2)
     for i, b in enumerate(budgets):
         want = steady_state(H100_8B, c[i], isl[i], 256, sync_fraction=0.5, schedulers=2,
@@ -224,5 +225,5 @@ def test_token_budget_per_point_is_the_profiles_budget(name):
     # the budget matters here: one 1k prompt per step instead of up to eight
     default = steady_state(H100_8B, c[0], isl[0], 256, engine=engine, sync_fraction=0.5, schedulers=2)
     assert abs(got.ttft_mean_s[0] / float(default.ttft_mean_s) - 1) > 0.01
-    with pytest.raises(ConfigError, match="token_budget"):
-        steady_state(H100_8B, 8, 1024, 256, engine=engine, token_budget=0.0)
+    with pytest.raises(ConfigError, match="max_num_batched_tokens"):
+        steady_state(H100_8B, 8, 1024, 256, engine=engine, max_num_batched_tokens=0.0)

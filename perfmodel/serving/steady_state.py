@@ -120,7 +120,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
                  osl: ArrayLike | None = None, engine: Any = "vllm",
                  think_time: ArrayLike = 0.0, iterations: int = 60, schedulers: ArrayLike = 1,
                  sync_fraction: ArrayLike | None = None, prefix_hit_rate: ArrayLike | None = None,
-                 rtol: float = 0.0, token_budget: ArrayLike | None = None) -> SteadyState:
+                 rtol: float = 0.0, max_num_batched_tokens: ArrayLike | None = None) -> SteadyState:
     """Mean TTFT, TPOT and throughput of one replica at closed-loop concurrency C (see module doc).
 
     Parameters
@@ -160,7 +160,7 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
         replica's whole KV capacity, else 0):
         only (1 − h)·I tokens are computed, after h·I cached ones that their attention reads; the KV
         context is unchanged.
-    token_budget : array_like, optional
+    max_num_batched_tokens : array_like, optional
         Token budget B of one scheduler [tokens] (broadcast with ``concurrency``), where a launch sets
         its own (TensorRT-LLM ``--max_num_tokens``, vLLM ``--max-num-batched-tokens``); default: the
         engine profile's ``max_num_batched_tokens``.
@@ -192,9 +192,9 @@ def steady_state(step_model: Any, concurrency: ArrayLike, isl: ArrayLike | None 
     C, Isl, Osl, Z, S, sync, hit, B_rank = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         concurrency, isl, osl, think_time, schedulers, sync_fraction,
         0.0 if prefix_hit_rate is None else prefix_hit_rate,
-        eng.max_num_batched_tokens if token_budget is None else token_budget)))
+        eng.max_num_batched_tokens if max_num_batched_tokens is None else max_num_batched_tokens)))
     if not np.all(B_rank >= 1):
-        raise ConfigError(f"token_budget: must be >= 1 token, got {token_budget!r}")
+        raise ConfigError(f"max_num_batched_tokens: must be >= 1 token, got {max_num_batched_tokens!r}")
     if not np.all((hit >= 0) & (hit < 1)):
         raise ConfigError(f"prefix_hit_rate: must be within [0, 1), got {prefix_hit_rate!r}")
     if not np.all(S >= 1):

@@ -268,7 +268,7 @@ class ServingProblem:
                 budget = None if np.all(b.budget == default) else b.budget
                 res = steady_state(b.tables.adjusted(engine.terms), b.concurrency, b.isl, b.osl, engine=engine,
                                    iterations=STEADY_STATE_ITERATIONS, schedulers=b.schedulers,
-                                   token_budget=budget)
+                                   max_num_batched_tokens=budget)
                 yield b.positions, res
 
     def predictions(self, calibrations: Mapping[str, EngineCalibration] | None = None) -> pd.DataFrame:

@@ -48,7 +48,7 @@ class DirectBatch:
         return steady_state(self.step_model, self.concurrency, self.isl, self.osl,
                             engine=replace(engine, spec=spec), iterations=iterations,
                             schedulers=self.schedulers, prefix_hit_rate=self.prefix_hit_rate,
-                            token_budget=budget)
+                            max_num_batched_tokens=budget)
 
     def subset(self, keep: np.ndarray, new_position: np.ndarray) -> DirectBatch | None:
         """The rows whose ``keep`` flag (by position) is set, renumbered; None when none is kept."""
