@@ -185,6 +185,11 @@ def _anomaly_section(train: pd.DataFrame) -> str:
     return table + "\n\nExamples:\n\n" + ex
 
 
+def _recorded(rows: pd.DataFrame, length: str) -> str:
+    """The column of the recorded ``isl`` / ``osl`` (a harness rule runs some rows at their mean lengths)."""
+    return f"{length}_recorded" if f"{length}_recorded" in rows else length
+
+
 def _deepseek_example(rows: pd.DataFrame) -> dict:
     """Decode step of DeepSeek-R1 block-FP8 on 8×B200 at 4 sequences: modelled total and fixed part [ms]."""
     sm = StepModel(resolve_model("deepseek-ai/DeepSeek-R1"), "b200", tp=8, ep=1, moe_tp=8, weights="fp8_block",
@@ -193,7 +198,8 @@ def _deepseek_example(rows: pd.DataFrame) -> dict:
     fixed = sum(float(np.ravel(v)[0]) for v in parts.overhead.values())
     sel = rows[(rows["model"] == "deepseek-r1") & (rows["system"] == "b200_sxm") & (rows["backend"] == "trtllm")
                & (rows["weights"] == "fp8_block") & (rows["tp"] == 8) & (rows["ep"] == 1)
-               & (rows["concurrency"] == 4) & (rows["isl"] == 1024) & (rows["osl"] == 1024)]
+               & (rows["concurrency"] == 4) & (rows[_recorded(rows, "isl")] == 1024)
+               & (rows[_recorded(rows, "osl")] == 1024)]
     if sel.empty:
         raise SystemExit("the DeepSeek-R1 example row of the findings is not in the data any more")
     return {"ds_total": float(np.ravel(parts.total)[0]) * 1e3, "ds_fixed": fixed * 1e3,
