@@ -20,3 +20,8 @@ def number(value) -> float:
         return float(value)
     except (TypeError, ValueError):
         return float("nan")
+
+
+def blank(value) -> bool:
+    """An empty cell: None, NaN or whitespace."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip()

@@ -22,6 +22,7 @@ import csv
 from functools import lru_cache
 from importlib import resources
 
+from .cells import blank
 from .cells import number as _float
 
 #: Schema columns the table supplies for each pool.
@@ -38,11 +39,6 @@ def layout_table() -> dict[str, dict[str, str]]:
     path = resources.files("perfmodel") / "data" / "validation" / "disagg_workers.csv"
     with path.open(newline="") as fh:
         return {r["id"]: r for r in csv.DictReader(fh)}
-
-
-def _blank(value) -> bool:
-    """An empty cell: None, NaN or whitespace."""
-    return value is None or (isinstance(value, float) and value != value) or not str(value).strip()
 
 
 def _gpus_per_worker(row: dict, pool: str) -> float:
@@ -87,6 +83,6 @@ def fill_layout(row: dict, table: dict[str, dict[str, str]] | None = None) -> tu
                      f"{source[1]:g}; decode {source[2]:g} GPUs/worker) contradicts the recorded one "
                      f"({recorded[0]:g}, {recorded[1]:g}, {recorded[2]:g})")
     out = {**row, **{k: entry[k] for k in FILLED}}
-    if entry.get("spec_decode") and _blank(row.get("spec_decode")):
+    if entry.get("spec_decode") and blank(row.get("spec_decode")):
         out["spec_decode"] = entry["spec_decode"]
     return out, None

@@ -32,7 +32,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .cells import degree
+from .cells import blank, degree, number
 
 #: ``silicon_data_source`` prefixes of the InferenceX dumps in ``serving_measured.csv``.
 INFERENCEX_FILES = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv")
@@ -225,7 +225,7 @@ def documented_budget(row: dict) -> tuple[float, str]:
     for rule in SPEC_RULES:
         if _matches(rule, row):
             k = rule.k_attention_dp if degree(row.get("attention_dp_size")) > 1 else rule.k
-            batch, isl = _number(row.get("batch_size")), _number(row.get("isl"))
+            batch, isl = number(row.get("batch_size")), number(row.get("isl"))
             if math.isfinite(batch) and math.isfinite(isl) and batch >= 1:
                 return float(mtp_token_budget(k, batch, isl)), f"{rule.name}-max-num-tokens"
     if _is_inferencex(row) and (row.get("mode") or "agg") == "agg":
@@ -237,30 +237,19 @@ def documented_budget(row: dict) -> tuple[float, str]:
     return math.nan, ""
 
 
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _empty(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip()
-
-
 def apply_source_rules(row: dict) -> tuple[dict, dict]:
     """The row with a rule's ``spec_decode`` filled in where its own cell is empty, and the fields
     ``spec_decode_rule`` (rule name or ''), ``source_flag`` (reason or ''), ``max_num_batched_tokens``
     (per-rank token budget [tokens] of the row's own cell, else of a rule, else NaN) and
     ``token_budget_rule`` ('column', rule name or '') for the mapped row."""
     own_budget = row.get("max_num_batched_tokens")
-    if not _empty(own_budget):
-        budget = {"max_num_batched_tokens": _number(own_budget), "token_budget_rule": "column"}
+    if not blank(own_budget):
+        budget = {"max_num_batched_tokens": number(own_budget), "token_budget_rule": "column"}
     else:
         value, rule = documented_budget(row)
         budget = {"max_num_batched_tokens": value, "token_budget_rule": rule}
     own = row.get("spec_decode")
-    if not _empty(own):
+    if not blank(own):
         return row, {"spec_decode_rule": "column", "source_flag": layout_flag(row), **budget}
     spelling, name = documented_spec(row)
     if spelling:
