@@ -177,13 +177,19 @@ def by_engine() -> str:
 
 
 def coverage(v: dict) -> str:
-    """Rows predicted, of all rows and of the distinct measurements (a duplicate row repeats one)."""
-    n = v["rows"]
-    dup = sum(r["rows"] for r in v["tables"]["skipped"] if str(r["reason"]).startswith("duplicate"))
-    distinct = n["read"] - dup
-    return (f"Predicted: {n['predicted']:,} of {n['read']:,} measured rows ({100 * n['predicted'] / n['read']:.1f} %), "
-            f"{n['predicted']:,} of {distinct:,} distinct measurements ({100 * n['predicted'] / distinct:.1f} %; "
-            f"{dup:,} rows repeat a measurement under another id); each skip has its reason in docs/validation.md.")
+    """Rows predicted, of all rows and of the distinct measurements (a duplicate row repeats one;
+    :func:`perfmodel.validation.rows.measurement_coverage` on the page's skipped-rows table)."""
+    import pandas as pd
+
+    from perfmodel.validation.rows import measurement_coverage
+
+    table = v["tables"]["skipped"]
+    skipped = pd.DataFrame({"reason": [r["reason"] for r in table for _ in range(int(r["rows"]))]})
+    c = measurement_coverage(v["rows"]["read"], v["rows"]["predicted"], skipped)
+    return (f"Predicted: {c['predicted']:,} of {c['rows']:,} measured rows ({100 * c['coverage_rows']:.1f} %), "
+            f"{c['predicted']:,} of {c['distinct']:,} distinct measurements ({100 * c['coverage_distinct']:.1f} %; "
+            f"{c['duplicates']:,} rows repeat a measurement under another id); each skip has its reason in "
+            "docs/validation.md.")
 
 
 def open_loop() -> str:
